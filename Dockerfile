@@ -1,0 +1,23 @@
+# Multi-stage: production dependencies are installed in a build stage; the runtime image holds
+# only them and the sources, and runs as the unprivileged `node` user.
+FROM node:20-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 DATA_DIR=/data
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json tsconfig.json ./
+COPY bin ./bin
+COPY src ./src
+COPY connectors ./connectors
+COPY plugins ./plugins
+COPY openapi ./openapi
+RUN mkdir -p /data && chown node:node /data
+USER node
+VOLUME ["/data"]
+EXPOSE 3000
+HEALTHCHECK --interval=30s --timeout=3s CMD node -e "fetch('http://127.0.0.1:'+process.env.PORT+'/ready').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+CMD ["node", "bin/concord.js", "serve"]

@@ -1,0 +1,449 @@
+// PostgreSQL table sources. Filters are pushed down as one parameterized WHERE clause rendered
+// from the engine's resolved conditions (src/engine/filter.ts), with casts that make PostgreSQL
+// compare exactly what the engine compares. Rows stream through a cursor in batches, as text,
+// straight into typed column builders: never the whole result as JS objects, never lossy numbers.
+
+import type { FastifyBaseLogger } from 'fastify'
+import fp from 'fastify-plugin'
+import pg from 'pg'
+import Cursor from 'pg-cursor'
+import { Type } from 'typebox'
+import { columnBuilder, ValueTypeError } from '../src/engine/builder.js'
+import { type ResolvedCondition, resolveConditions } from '../src/engine/filter.js'
+import { nearestNames } from '../src/engine/similarity.js'
+import type { Table } from '../src/engine/table.js'
+import type { ColumnInfo, ColumnType, FilterCondition, NativeQuery } from '../src/engine/types.js'
+import { ConcordError } from '../src/errors.js'
+import type { EngineContext, LoadOptions, ScopedTable, Source, SourceConnector } from '../src/sources/connector.js'
+
+export interface PostgresSourceConfig {
+  connection_string: string
+  table: string
+  schema?: string
+  [key: string]: unknown
+}
+
+export interface PostgresConnectorOptions {
+  statementTimeoutMs: number
+  poolMax: number
+  log?: FastifyBaseLogger
+  /** Rows fetched per cursor read. */
+  batchSize?: number
+}
+
+const ConfigSchema = Type.Object(
+  {
+    connection_string: Type.String({
+      pattern: '^postgres(ql)?://',
+      description: 'postgresql://user:password@host:port/database',
+    }),
+    table: Type.String({ minLength: 1, maxLength: 63 }),
+    schema: Type.Optional(Type.String({ minLength: 1, maxLength: 63, default: 'public' })),
+  },
+  { additionalProperties: false },
+)
+
+interface CatalogColumn extends ColumnInfo {
+  pgType: string
+}
+
+// Every value arrives as the text PostgreSQL sent: the builders convert it exactly.
+const TEXT_TYPES = { getTypeParser: () => (v: string) => v }
+
+const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`
+
+export function postgresConnector(opts: PostgresConnectorOptions): SourceConnector<PostgresSourceConfig> {
+  const pools = new Map<string, pg.Pool>()
+  const catalogs = new Map<string, CatalogColumn[]>()
+  const batchSize = opts.batchSize ?? 10_000
+
+  function pool(conn: string): pg.Pool {
+    let p = pools.get(conn)
+    if (!p) {
+      p = new pg.Pool({
+        connectionString: conn,
+        max: opts.poolMax,
+        connectionTimeoutMillis: 10_000,
+        idleTimeoutMillis: 30_000,
+      })
+      // An idle connection dropped by the server must not crash the service.
+      p.on('error', (err) => opts.log?.warn({ err: redactError(err, conn) }, 'source connection error'))
+      p.on('connect', (client) => {
+        client
+          .query(
+            `SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET statement_timeout = ${Math.floor(opts.statementTimeoutMs)}`,
+          )
+          .catch(() => {})
+      })
+      pools.set(conn, p)
+    }
+    return p
+  }
+
+  async function withClient<T>(conn: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient
+    try {
+      client = await pool(conn).connect()
+    } catch (err) {
+      throw unreachable(err, conn)
+    }
+    let broken: Error | undefined
+    try {
+      return await fn(client)
+    } catch (err) {
+      broken = err as Error
+      throw sourceError(err, conn)
+    } finally {
+      client.release(broken !== undefined && !(broken instanceof ConcordError))
+    }
+  }
+
+  async function catalog(config: PostgresSourceConfig): Promise<CatalogColumn[]> {
+    const schema = config.schema ?? 'public'
+    const rows = await withClient(config.connection_string, async (c) => {
+      const res = await c.query<{ name: string; typname: string; typmod: number; notnull: boolean }>(
+        `SELECT a.attname AS name, t.typname, a.atttypmod AS typmod, a.attnotnull AS notnull
+           FROM pg_attribute a
+           JOIN pg_class cl ON cl.oid = a.attrelid
+           JOIN pg_namespace n ON n.oid = cl.relnamespace
+           JOIN pg_type t ON t.oid = a.atttypid
+          WHERE n.nspname = $1 AND cl.relname = $2 AND cl.relkind IN ('r', 'v', 'm', 'f', 'p')
+            AND a.attnum > 0 AND NOT a.attisdropped
+          ORDER BY a.attnum`,
+        [schema, config.table],
+      )
+      if (res.rows.length === 0) {
+        const tables = await c.query<{ relname: string }>(
+          `SELECT cl.relname FROM pg_class cl JOIN pg_namespace n ON n.oid = cl.relnamespace
+            WHERE n.nspname = $1 AND cl.relkind IN ('r', 'v', 'm', 'f', 'p')`,
+          [schema],
+        )
+        const near = nearestNames(
+          config.table,
+          tables.rows.map((r) => r.relname),
+        )
+        throw new ConcordError(
+          'unknown_table',
+          `no table "${schema}"."${config.table}" in the source database`,
+          400,
+          near.length ? `did you mean ${near.map((n) => `"${n}"`).join(', ')}?` : `schema "${schema}" has no tables`,
+        )
+      }
+      return res.rows
+    })
+    const columns = rows.map((r) => toColumn(r.name, r.typname, Number(r.typmod), r.notnull))
+    catalogs.set(catalogKey(config), columns)
+    return columns
+  }
+
+  function translateWith(
+    config: PostgresSourceConfig,
+    columns: CatalogColumn[],
+    resolved: ResolvedCondition[],
+  ): NativeQuery {
+    const params: unknown[] = []
+    const clauses = resolved.map((c) => condition(c, columns[c.index], params))
+    const select = columns.map(selectExpr).join(', ')
+    const from = `${quoteIdent(config.schema ?? 'public')}.${quoteIdent(config.table)}`
+    const where = clauses.length ? ` WHERE ${clauses.join(' AND ')}` : ''
+    return { language: 'postgresql', sql: `SELECT ${select} FROM ${from}${where}`, params }
+  }
+
+  return {
+    type: 'postgres',
+    configSchema: ConfigSchema,
+    async prepare(config) {
+      const normalized: PostgresSourceConfig = {
+        connection_string: config.connection_string,
+        schema: config.schema ?? 'public',
+        table: config.table,
+      }
+      await catalog(normalized)
+      return normalized
+    },
+    redact(config) {
+      return { connection: redactUrl(config.connection_string), schema: config.schema ?? 'public', table: config.table }
+    },
+    async describe(source) {
+      return (await catalog(source.config)).map(({ pgType: _, ...info }) => info)
+    },
+    translate(source, columns, conditions) {
+      const cat =
+        catalogs.get(catalogKey(source.config)) ??
+        columns.map((c) => ({ ...c, pgType: c.type === 'timestamp' ? 'timestamptz' : c.type }))
+      return translateWith(source.config, cat, resolveConditions(cat, conditions))
+    },
+    async registerScoped(
+      ctx: EngineContext,
+      alias: string,
+      source: Source<PostgresSourceConfig>,
+      conditions: FilterCondition[],
+      lo: LoadOptions = {},
+    ) {
+      const config = source.config
+      const columns = await catalog(config)
+      const resolved = resolveConditions(columns, conditions)
+      const query = translateWith(config, columns, resolved)
+      const limited = lo.limit !== undefined
+      const sql = limited ? `${query.sql} LIMIT ${Math.floor(lo.limit!)}` : query.sql!
+      lo.signal?.throwIfAborted()
+      const { table, total } = await withClient(config.connection_string, async (client) => {
+        const stopCancel = cancelOnAbort(client, config.connection_string, lo.signal)
+        try {
+          const table = await streamRows(client, sql, query.params ?? [], columns, batchSize, lo.signal)
+          let total = table.length
+          if (limited && table.length === lo.limit) {
+            const where = query.sql!.slice(query.sql!.indexOf(' FROM '))
+            const res = await client.query({
+              text: `SELECT count(*) AS n${where}`,
+              values: query.params,
+              types: TEXT_TYPES,
+            })
+            total = Number(res.rows[0].n)
+          }
+          return { table, total }
+        } finally {
+          stopCancel()
+        }
+      })
+      lo.signal?.throwIfAborted()
+      const scoped: ScopedTable = {
+        alias,
+        conditions,
+        table,
+        totalRows: total,
+        nativeQuery: query,
+        loadedAt: new Date(),
+      }
+      ctx.register(scoped)
+      return scoped
+    },
+    async close() {
+      const all = [...pools.values()]
+      pools.clear()
+      await Promise.all(all.map((p) => p.end().catch(() => {})))
+    },
+  }
+}
+
+function catalogKey(c: PostgresSourceConfig): string {
+  return `${c.connection_string}\0${c.schema ?? 'public'}\0${c.table}`
+}
+
+function toColumn(name: string, typname: string, typmod: number, notnull: boolean): CatalogColumn {
+  let type: ColumnType = 'string'
+  let scale: number | undefined
+  if (['int2', 'int4', 'int8', 'oid'].includes(typname)) type = 'integer'
+  else if (typname === 'numeric') {
+    type = 'decimal'
+    if (typmod >= 4) scale = (typmod - 4) & 0xffff
+  } else if (typname === 'float4' || typname === 'float8') type = 'float'
+  else if (typname === 'bool') type = 'boolean'
+  else if (typname === 'date') type = 'date'
+  else if (typname === 'timestamp' || typname === 'timestamptz') type = 'timestamp'
+  const col: CatalogColumn = { name, type, nullable: !notnull, pgType: typname }
+  if (scale !== undefined) col.scale = scale
+  return col
+}
+
+/** The select-list expression giving text the engine's parsers read exactly. */
+function selectExpr(c: CatalogColumn): string {
+  const id = quoteIdent(c.name)
+  if (c.pgType === 'timestamptz') return `to_char(${id} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+  if (c.pgType === 'timestamp') return `to_char(${id}, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+  return `${id}::text`
+}
+
+const OPS: Record<string, string> = { eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' }
+
+/** One condition as SQL; values go to `params`, never into the text. */
+function condition(c: ResolvedCondition, col: CatalogColumn, params: unknown[]): string {
+  const isString = col.type === 'string'
+  // Text types compare in place (indexes stay usable); other types shown as strings (uuid,
+  // json, …) compare as their text, which is what the engine holds.
+  const nativeText = col.pgType === 'text' || col.pgType === 'varchar'
+  const lhs = isString ? `${quoteIdent(col.name)}${nativeText ? '' : '::text'} COLLATE "C"` : quoteIdent(col.name)
+  const cast =
+    col.type === 'string'
+      ? 'text'
+      : col.type === 'integer' || col.type === 'decimal'
+        ? 'numeric'
+        : col.type === 'float'
+          ? 'float8'
+          : col.type === 'date'
+            ? 'date'
+            : col.type === 'timestamp'
+              ? col.pgType === 'timestamptz'
+                ? 'timestamptz'
+                : 'timestamp'
+              : 'boolean'
+  const param = (text: string) => {
+    params.push(text)
+    return `$${params.length}::${cast}`
+  }
+  const v = c.values.map((x) => x.text)
+  switch (c.op) {
+    case 'between':
+      return `${lhs} BETWEEN ${param(v[0])} AND ${param(v[1])}`
+    case 'in':
+      return `${lhs} IN (${v.map(param).join(', ')})`
+    case 'like':
+      return `${lhs} LIKE ${param(v[0])}`
+    default:
+      return `${lhs} ${OPS[c.op]} ${param(v[0])}`
+  }
+}
+
+async function streamRows(
+  client: pg.PoolClient,
+  sql: string,
+  params: unknown[],
+  columns: CatalogColumn[],
+  batchSize: number,
+  signal?: AbortSignal,
+): Promise<Table> {
+  const builders = columns.map((c) => columnBuilder(c, 4096))
+  const cursor = client.query(new Cursor(sql, params, { rowMode: 'array', types: TEXT_TYPES }))
+  try {
+    for (;;) {
+      const rows = (await cursor.read(batchSize)) as unknown as (string | null)[][]
+      signal?.throwIfAborted()
+      if (rows.length === 0) break
+      for (let c = 0; c < builders.length; c++) {
+        const b = builders[c]
+        for (let r = 0; r < rows.length; r++) b.append(rows[r][c])
+      }
+    }
+  } catch (err) {
+    if (err instanceof ValueTypeError) {
+      throw new ConcordError(
+        'source_data_error',
+        `the source sent a value Concord cannot hold exactly: ${err.message}`,
+        502,
+        'cast the column to text in a view',
+      )
+    }
+    throw err
+  } finally {
+    await cursor.close().catch(() => {})
+  }
+  const data = builders.map((b) => b.finish())
+  return {
+    columns: columns.map((c, i) => ({
+      name: c.name,
+      type: c.type,
+      nullable: c.nullable || data[i].valid !== null,
+      ...(data[i].type === 'decimal' ? { scale: (data[i] as { scale: number }).scale } : {}),
+    })),
+    data,
+    length: data[0]?.length ?? 0,
+  }
+}
+
+/** Cancels the running statement through a separate connection when the signal aborts. */
+function cancelOnAbort(client: pg.PoolClient, conn: string, signal?: AbortSignal): () => void {
+  if (!signal) return () => {}
+  const pid = (client as unknown as { processID?: number }).processID
+  const onAbort = () => {
+    if (!pid) return
+    const killer = new pg.Client({ connectionString: conn, connectionTimeoutMillis: 5000 })
+    killer
+      .connect()
+      .then(() => killer.query('SELECT pg_cancel_backend($1)', [pid]))
+      .catch(() => {})
+      .finally(() => killer.end().catch(() => {}))
+  }
+  signal.addEventListener('abort', onAbort, { once: true })
+  return () => signal.removeEventListener('abort', onAbort)
+}
+
+export function redactUrl(conn: string): string {
+  try {
+    const u = new URL(conn)
+    if (u.password) u.password = '***'
+    return u.toString()
+  } catch {
+    return 'postgresql://***'
+  }
+}
+
+function passwordOf(conn: string): string | undefined {
+  try {
+    const p = new URL(conn).password
+    return p ? decodeURIComponent(p) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function scrub(message: string, conn: string): string {
+  const pw = passwordOf(conn)
+  let out = message.split(conn).join(redactUrl(conn))
+  if (pw) out = out.split(pw).join('***')
+  return out
+}
+
+function redactError(err: Error, conn: string): { message: string; code?: string } {
+  return { message: scrub(err.message, conn), code: (err as { code?: string }).code }
+}
+
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  '28P01',
+  '28000',
+  '3D000',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08001',
+  '08006',
+  '08003',
+  '08004',
+])
+
+function unreachable(err: unknown, conn: string): ConcordError {
+  const e = err as Error & { code?: string }
+  return new ConcordError(
+    'source_unreachable',
+    `cannot reach the source database at ${redactUrl(conn).replace(/^postgres(ql)?:\/\/[^@]*@/, '')}: ${scrub(e.message || String(e), conn)}`,
+    502,
+    'check the host, port, database name and credentials, and that the server is running',
+  )
+}
+
+function sourceError(err: unknown, conn: string): Error {
+  if (err instanceof ConcordError || (err as Error).name === 'AbortError') return err as Error
+  const e = err as Error & { code?: string }
+  if (e.code && UNREACHABLE_CODES.has(e.code)) return unreachable(err, conn)
+  if (e.code === '57014') {
+    return new ConcordError(
+      'source_timeout',
+      `the source query was cancelled: ${scrub(e.message, conn)}`,
+      504,
+      'narrow the scope or raise SOURCE_STATEMENT_TIMEOUT_MS',
+    )
+  }
+  if (!e.code) return unreachable(err, conn)
+  return new ConcordError(
+    'source_query_failed',
+    `the source database refused the query: ${scrub(e.message, conn)}`,
+    502,
+  )
+}
+
+export default fp(
+  async (app) => {
+    app.connectors.register(
+      postgresConnector({
+        statementTimeoutMs: app.config.sourceStatementTimeoutMs,
+        poolMax: app.config.sourcePoolMax,
+        log: app.log,
+      }),
+    )
+  },
+  { name: 'connector-postgres', dependencies: ['connectors'] },
+)

@@ -1,0 +1,111 @@
+// buildApp: the whole service as one Fastify instance. Third-party plugins first, then the
+// database and services, then connectors and routes. Tests build it and call inject().
+
+import multipart from '@fastify/multipart'
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import csvConnector from '../connectors/csv.js'
+import jsonConnector from '../connectors/json.js'
+import postgresConnector from '../connectors/postgres.js'
+import type { Config } from './config.js'
+import type { ServiceDatabase } from './db/connect.js'
+import dbPlugin from './db/plugin.js'
+import { ConcordError } from './errors.js'
+import healthRoutes from './routes/health.js'
+import sourceRoutes from './routes/sources.js'
+import connectors from './sources/registry.js'
+import { sharedSchemas } from './sources/schemas.js'
+import sources from './sources/service.js'
+import { typeboxValidator } from './validation.js'
+
+export interface AppOptions {
+  config: Config
+  /** Share an open database (tests); otherwise the app opens and closes its own. */
+  database?: ServiceDatabase
+  logger?: FastifyServerOptions['logger']
+}
+
+export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: opts.logger ?? { level: opts.config.logLevel },
+    genReqId: () => crypto.randomUUID(),
+    requestIdLogLabel: 'request_id',
+    bodyLimit: 10 * 1024 * 1024,
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  app.decorate('config', opts.config)
+  for (const schema of sharedSchemas) app.addSchema(schema)
+  app.setValidatorCompiler(typeboxValidator(sharedSchemas))
+  app.setErrorHandler(errorHandler)
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({
+      error: 'route_not_found',
+      message: `no route ${request.method} ${request.url}`,
+      suggestion: 'see /docs for the API',
+    }),
+  )
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Concord',
+        version: '0.1.0',
+        description: 'Reconciliation service: match the records of two sources and explain every match and every miss.',
+      },
+      tags: [
+        { name: 'sources', description: 'Register sources and load scoped tables' },
+        { name: 'ops', description: 'Health and readiness' },
+      ],
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  })
+  await app.register(swaggerUi, { routePrefix: '/docs' })
+  await app.register(multipart, { limits: { fileSize: opts.config.maxUploadBytes, files: 1, fields: 10 } })
+
+  await app.register(dbPlugin, { database: opts.database })
+  await app.register(connectors)
+  await app.register(csvConnector)
+  await app.register(jsonConnector)
+  await app.register(postgresConnector)
+  await app.register(sources)
+
+  await app.register(healthRoutes)
+  await app.register(sourceRoutes)
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  return app
+}
+
+function errorHandler(
+  this: FastifyInstance,
+  err: FastifyError | ConcordError,
+  request: { log: FastifyInstance['log'] },
+  reply: { code(n: number): { send(b: unknown): unknown } },
+) {
+  if (err instanceof ConcordError) {
+    if (err.status >= 500) request.log.warn({ code: err.code, msg: err.message }, 'request failed')
+    return reply.code(err.status).send(err.toJSON())
+  }
+  const e = err as FastifyError
+  if (e.validation) {
+    const where = e.validationContext ?? 'request'
+    const detail = e.validation.map((v) => `${where}${v.instancePath || ''} ${v.message}`).join('; ')
+    return reply
+      .code(400)
+      .send({ error: 'invalid_request', message: detail, suggestion: 'see /docs for the request schema' })
+  }
+  if (e.code === 'FST_REQ_FILE_TOO_LARGE' || e.statusCode === 413) {
+    return reply
+      .code(413)
+      .send({ error: 'payload_too_large', message: e.message, suggestion: 'send a smaller body or file' })
+  }
+  if (e.statusCode && e.statusCode < 500) {
+    return reply.code(e.statusCode).send({ error: (e.code ?? 'bad_request').toLowerCase(), message: e.message })
+  }
+  request.log.error({ err }, 'unexpected error')
+  return reply
+    .code(500)
+    .send({ error: 'internal_error', message: 'an unexpected error occurred; the request id is in the logs' })
+}

@@ -1,0 +1,70 @@
+// Configuration: every environment variable the service reads, typed and defaulted in one place.
+// The README's configuration table lists the same variables.
+
+import { resolve } from 'node:path'
+import { type Static, Type } from 'typebox'
+import { Value } from 'typebox/value'
+
+const ConfigSchema = Type.Object({
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
+  HOST: Type.String({ default: '127.0.0.1' }),
+  DATA_DIR: Type.String({ default: './data' }),
+  DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    { default: 'info' },
+  ),
+  /** Largest accepted upload (multipart file) in bytes. */
+  MAX_UPLOAD_BYTES: Type.Integer({ minimum: 1, default: 512 * 1024 * 1024 }),
+  /** Statement timeout for queries Concord runs against PostgreSQL sources. */
+  SOURCE_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 300_000 }),
+  /** Connections per PostgreSQL source database. */
+  SOURCE_POOL_MAX: Type.Integer({ minimum: 1, default: 4 }),
+})
+
+export type EnvConfig = Static<typeof ConfigSchema>
+
+export interface Config {
+  port: number
+  host: string
+  /** Absolute path of the data folder: the embedded database, uploads, file sources. */
+  dataDir: string
+  databaseUrl?: string
+  logLevel: EnvConfig['LOG_LEVEL']
+  maxUploadBytes: number
+  sourceStatementTimeoutMs: number
+  sourcePoolMax: number
+}
+
+/** Reads the configuration from `env`; throws one readable error listing every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const picked: Record<string, unknown> = {}
+  for (const key of Object.keys(ConfigSchema.properties)) {
+    const v = env[key]
+    if (v !== undefined && v !== '') picked[key] = v
+  }
+  const withDefaults = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, picked))
+  if (!Value.Check(ConfigSchema, withDefaults)) {
+    const problems = [...Value.Errors(ConfigSchema, withDefaults)].map(
+      (e) => `${e.instancePath.slice(1) || 'config'}: ${e.message}`,
+    )
+    throw new Error(`invalid configuration: ${problems.join('; ')}`)
+  }
+  const c = withDefaults as EnvConfig
+  return {
+    port: c.PORT,
+    host: c.HOST,
+    dataDir: resolve(c.DATA_DIR),
+    databaseUrl: c.DATABASE_URL,
+    logLevel: c.LOG_LEVEL,
+    maxUploadBytes: c.MAX_UPLOAD_BYTES,
+    sourceStatementTimeoutMs: c.SOURCE_STATEMENT_TIMEOUT_MS,
+    sourcePoolMax: c.SOURCE_POOL_MAX,
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config
+  }
+}

@@ -1,0 +1,82 @@
+// The service database: embedded PGlite in the data folder by default, PostgreSQL when a URL is
+// given. Both run the same migrations; callers see one Kysely<Database>.
+
+import { mkdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { PGlite } from '@electric-sql/pglite'
+import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely'
+import { Migrator } from 'kysely/migration'
+import pg from 'pg'
+import { migrations } from './migrations/index.js'
+import type { Database } from './schema.js'
+
+export interface ServiceDatabase {
+  db: Kysely<Database>
+  kind: 'pglite' | 'postgres'
+  /** True when a trivial query answers. */
+  ping(): Promise<boolean>
+  close(): Promise<void>
+}
+
+export interface DatabaseOptions {
+  /** postgres:// URL; without it the embedded database is used. */
+  url?: string
+  /** Folder of the embedded database, or 'memory://' for a throwaway one (tests). */
+  pgliteDir?: string
+}
+
+// pg parses int8 into strings and dates into local-midnight Dates: keep counts numbers (like
+// PGlite does), and dates and decimals as their exact text.
+const pgTypes = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === 20) return (v: string) => Number(v)
+    if (oid === 1082 || oid === 1700) return (v: string) => v
+    return pg.types.getTypeParser(oid, format)
+  },
+}
+
+export async function openDatabase(opts: DatabaseOptions): Promise<ServiceDatabase> {
+  if (opts.url) {
+    const pool = new pg.Pool({ connectionString: opts.url, max: 10, types: pgTypes, connectionTimeoutMillis: 5000 })
+    // An idle client losing its server must not crash the process; the next query reconnects.
+    pool.on('error', () => {})
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    return wrap(db, 'postgres')
+  }
+  const dir = opts.pgliteDir ?? 'memory://'
+  if (!dir.startsWith('memory://')) await mkdir(dir, { recursive: true })
+  const pglite = await PGlite.create(dir, { parsers: { 20: (v: string) => Number(v), 1082: (v: string) => v } })
+  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) })
+  return wrap(db, 'pglite')
+}
+
+function wrap(db: Kysely<Database>, kind: ServiceDatabase['kind']): ServiceDatabase {
+  return {
+    db,
+    kind,
+    async ping() {
+      try {
+        await sql`select 1`.execute(db)
+        return true
+      } catch {
+        return false
+      }
+    },
+    close: () => db.destroy(),
+  }
+}
+
+export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
+  const { error, results } = await migrator.migrateToLatest()
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName
+    throw new Error(
+      `database migration ${failed ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`,
+    )
+  }
+}
+
+export function embeddedDir(dataDir: string): string {
+  return join(dataDir, 'db')
+}

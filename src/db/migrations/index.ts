@@ -1,0 +1,7 @@
+// Forward-only migrations, in order. A new migration is a new file added to this list.
+import type { Migration } from 'kysely/migration'
+import * as sources from './001-sources.js'
+
+export const migrations: Record<string, Migration> = {
+  '001-sources': sources,
+}

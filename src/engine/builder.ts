@@ -1,0 +1,300 @@
+// Growable column builders: loaders append values one at a time (text, JS numbers, booleans)
+// and get Arrow-layout columns back. Conversions go through values.ts so every loader agrees.
+
+import type { Column } from './column.js'
+import type { ColumnInfo } from './types.js'
+import {
+  formatDate,
+  formatDecimal,
+  formatTimestamp,
+  numberText,
+  POW10,
+  parseDate,
+  parseDateOrTimestamp,
+  parseDecimal,
+  rescaleUnits,
+} from './values.js'
+
+const encoder = new TextEncoder()
+
+/** A value that does not fit the column's type. Loaders turn it into a located, coded error. */
+export class ValueTypeError extends Error {
+  constructor(
+    readonly column: string,
+    readonly value: unknown,
+    readonly expected: string,
+  ) {
+    super(`value ${JSON.stringify(value)} in column "${column}" is not a valid ${expected}`)
+  }
+}
+
+export interface ColumnBuilder {
+  readonly info: ColumnInfo
+  readonly length: number
+  /** Appends a value; null, undefined and empty/blank text are NULL. */
+  append(v: unknown): void
+  finish(): Column
+}
+
+abstract class BaseBuilder {
+  length = 0
+  protected valid: Uint8Array
+  protected nulls = 0
+  constructor(
+    readonly info: ColumnInfo,
+    protected capacity: number,
+  ) {
+    this.valid = new Uint8Array(capacity)
+  }
+
+  protected grow(): void {
+    this.capacity *= 2
+    const v = new Uint8Array(this.capacity)
+    v.set(this.valid)
+    this.valid = v
+    this.growValues(this.capacity)
+  }
+
+  protected abstract growValues(capacity: number): void
+
+  /** Returns the text to convert, or null after recording a NULL. */
+  protected begin(v: unknown): unknown {
+    if (this.length === this.capacity) this.grow()
+    if (typeof v === 'string') v = v.trim()
+    if (v === null || v === undefined || v === '') {
+      this.nulls++
+      this.length++
+      return null
+    }
+    this.valid[this.length] = 1
+    return v
+  }
+
+  protected validity(): Uint8Array | null {
+    return this.nulls === 0 ? null : this.valid.slice(0, this.length)
+  }
+
+  protected fail(v: unknown): never {
+    throw new ValueTypeError(this.info.name, v, this.info.type)
+  }
+}
+
+class StringBuilder extends BaseBuilder implements ColumnBuilder {
+  private offsets: Int32Array
+  private data: Uint8Array
+  private size = 0
+  constructor(info: ColumnInfo, capacity: number) {
+    super(info, capacity)
+    this.offsets = new Int32Array(capacity + 1)
+    this.data = new Uint8Array(capacity * 16)
+  }
+  protected growValues(capacity: number): void {
+    const o = new Int32Array(capacity + 1)
+    o.set(this.offsets)
+    this.offsets = o
+  }
+  append(v: unknown): void {
+    v = this.begin(v)
+    if (v !== null) {
+      const text = typeof v === 'string' ? v : typeof v === 'object' ? JSON.stringify(v) : String(v)
+      const bytes = encoder.encode(text)
+      if (this.size + bytes.length > this.data.length) {
+        const d = new Uint8Array(Math.max(this.data.length * 2, this.size + bytes.length))
+        d.set(this.data.subarray(0, this.size))
+        this.data = d
+      }
+      this.data.set(bytes, this.size)
+      this.size += bytes.length
+      this.length++
+    }
+    this.offsets[this.length] = this.size
+  }
+  finish(): Column {
+    return {
+      type: 'string',
+      length: this.length,
+      valid: this.validity(),
+      offsets: this.offsets.slice(0, this.length + 1),
+      data: this.data.slice(0, this.size),
+    }
+  }
+}
+
+abstract class Float64Builder extends BaseBuilder {
+  protected values: Float64Array
+  constructor(info: ColumnInfo, capacity: number) {
+    super(info, capacity)
+    this.values = new Float64Array(capacity)
+  }
+  protected growValues(capacity: number): void {
+    const v = new Float64Array(capacity)
+    v.set(this.values)
+    this.values = v
+  }
+}
+
+class IntegerBuilder extends Float64Builder implements ColumnBuilder {
+  append(v: unknown): void {
+    v = this.begin(v)
+    if (v === null) return
+    const n = typeof v === 'number' ? v : typeof v === 'bigint' || typeof v === 'string' ? Number(v) : Number.NaN
+    if (!Number.isSafeInteger(n) || (typeof v === 'string' && !/^[+-]?\d+$/.test(v))) this.fail(v)
+    this.values[this.length++] = n
+  }
+  finish(): Column {
+    return { type: 'integer', length: this.length, valid: this.validity(), values: this.values.slice(0, this.length) }
+  }
+}
+
+class FloatBuilder extends Float64Builder implements ColumnBuilder {
+  append(v: unknown): void {
+    v = this.begin(v)
+    if (v === null) return
+    const n = typeof v === 'number' ? v : typeof v === 'string' ? Number(v) : Number.NaN
+    if (Number.isNaN(n) && !(typeof v === 'string' && /^nan$/i.test(v))) this.fail(v)
+    this.values[this.length++] = n
+  }
+  finish(): Column {
+    return { type: 'float', length: this.length, valid: this.validity(), values: this.values.slice(0, this.length) }
+  }
+}
+
+class TimestampBuilder extends Float64Builder implements ColumnBuilder {
+  append(v: unknown): void {
+    v = this.begin(v)
+    if (v === null) return
+    const ms = v instanceof Date ? v.getTime() : typeof v === 'string' ? parseDateOrTimestamp(v) : null
+    if (ms === null || Number.isNaN(ms)) this.fail(v)
+    this.values[this.length++] = ms
+  }
+  finish(): Column {
+    return { type: 'timestamp', length: this.length, valid: this.validity(), values: this.values.slice(0, this.length) }
+  }
+}
+
+/**
+ * Decimal units at the column's scale. When the scale is not known up front (PostgreSQL
+ * `numeric` without a declared scale) it grows to the largest seen, rescaling earlier units.
+ */
+class DecimalBuilder extends Float64Builder implements ColumnBuilder {
+  private scale: number
+  private readonly fixedScale: boolean
+  constructor(info: ColumnInfo, capacity: number) {
+    super(info, capacity)
+    this.fixedScale = info.scale !== undefined
+    this.scale = info.scale ?? 0
+  }
+  append(v: unknown): void {
+    v = this.begin(v)
+    if (v === null) return
+    const text = typeof v === 'number' ? numberText(v) : typeof v === 'string' ? v : null
+    const d = text === null ? null : parseDecimal(text)
+    if (d === null) this.fail(v)
+    if (d.scale > this.scale) {
+      if (this.fixedScale) this.fail(v)
+      const f = POW10[d.scale - this.scale]
+      for (let i = 0; i < this.length; i++) this.values[i] *= f
+      this.scale = d.scale
+    }
+    const units = rescaleUnits(d, this.scale)
+    if (!Number.isSafeInteger(units)) this.fail(v)
+    this.values[this.length++] = units
+  }
+  finish(): Column {
+    return {
+      type: 'decimal',
+      length: this.length,
+      valid: this.validity(),
+      values: this.values.slice(0, this.length),
+      scale: this.scale,
+    }
+  }
+}
+
+class DateBuilder extends BaseBuilder implements ColumnBuilder {
+  private values: Int32Array
+  constructor(info: ColumnInfo, capacity: number) {
+    super(info, capacity)
+    this.values = new Int32Array(capacity)
+  }
+  protected growValues(capacity: number): void {
+    const v = new Int32Array(capacity)
+    v.set(this.values)
+    this.values = v
+  }
+  append(v: unknown): void {
+    v = this.begin(v)
+    if (v === null) return
+    const days = typeof v === 'string' ? parseDate(v) : null
+    if (days === null) this.fail(v)
+    this.values[this.length++] = days
+  }
+  finish(): Column {
+    return { type: 'date', length: this.length, valid: this.validity(), values: this.values.slice(0, this.length) }
+  }
+}
+
+class BooleanBuilder extends BaseBuilder implements ColumnBuilder {
+  private values: Uint8Array
+  constructor(info: ColumnInfo, capacity: number) {
+    super(info, capacity)
+    this.values = new Uint8Array(capacity)
+  }
+  protected growValues(capacity: number): void {
+    const v = new Uint8Array(capacity)
+    v.set(this.values)
+    this.values = v
+  }
+  append(v: unknown): void {
+    v = this.begin(v)
+    if (v === null) return
+    let b: boolean
+    if (typeof v === 'boolean') b = v
+    else if (typeof v === 'string' && /^(true|false)$/i.test(v)) b = v.toLowerCase() === 'true'
+    else this.fail(v)
+    this.values[this.length++] = b ? 1 : 0
+  }
+  finish(): Column {
+    return { type: 'boolean', length: this.length, valid: this.validity(), values: this.values.slice(0, this.length) }
+  }
+}
+
+export function columnBuilder(info: ColumnInfo, capacity = 1024): ColumnBuilder {
+  switch (info.type) {
+    case 'string':
+      return new StringBuilder(info, capacity)
+    case 'integer':
+      return new IntegerBuilder(info, capacity)
+    case 'float':
+      return new FloatBuilder(info, capacity)
+    case 'decimal':
+      return new DecimalBuilder(info, capacity)
+    case 'date':
+      return new DateBuilder(info, capacity)
+    case 'timestamp':
+      return new TimestampBuilder(info, capacity)
+    case 'boolean':
+      return new BooleanBuilder(info, capacity)
+  }
+}
+
+/** The JSON form of a stored value: decimals as exact strings, dates as YYYY-MM-DD, timestamps ISO. */
+export function jsonValue(col: Column, row: number): string | number | boolean | null {
+  if (col.valid !== null && col.valid[row] === 0) return null
+  switch (col.type) {
+    case 'string':
+      return decoder.decode(col.data.subarray(col.offsets[row], col.offsets[row + 1]))
+    case 'integer':
+    case 'float':
+      return col.values[row]
+    case 'decimal':
+      return formatDecimal(col.values[row], col.scale)
+    case 'date':
+      return formatDate(col.values[row])
+    case 'timestamp':
+      return formatTimestamp(col.values[row])
+    case 'boolean':
+      return col.values[row] === 1
+  }
+}
+const decoder = new TextDecoder()

@@ -1,0 +1,358 @@
+// Typed columns filled straight from CSV bytes. A column starts with the type inferred from a
+// sample and widens in place when a later value needs it (integer → decimal → float, a larger
+// decimal scale, date → timestamp). A value that only fits a string column throws NeedsString;
+// the loader then reads the file again with that column as string, so the result always equals
+// inference over every value (the rules of ../infer.ts).
+
+import type { Column } from '../column.js'
+import { classifyText, type ValueKind, widen } from '../infer.js'
+import type { ColumnInfo } from '../types.js'
+import { MAX_DECIMAL_DIGITS, MAX_DECIMAL_SCALE, POW10, parseDateOrTimestamp } from '../values.js'
+
+export class NeedsString extends Error {
+  constructor(readonly column: number) {
+    super(`column ${column} must be read as text`)
+  }
+}
+
+const DAY_MS = 86_400_000
+const decoder = new TextDecoder()
+
+/** The ASCII bytes String.prototype.trim removes (non-ASCII edges take the slow path). */
+const SPACE = new Uint8Array(256)
+for (const b of [0x20, 0x09, 0x0a, 0x0b, 0x0c, 0x0d]) SPACE[b] = 1
+
+export class CsvColumn {
+  kind: ValueKind
+  scale = 0
+  intDigits = 0
+  length = 0
+  nulls = 0
+  private valid: Uint8Array
+  private num: Float64Array = new Float64Array(0)
+  private days: Int32Array = new Int32Array(0)
+  private bool: Uint8Array = new Uint8Array(0)
+  private offsets: Int32Array = new Int32Array(0)
+  private data: Uint8Array = new Uint8Array(0)
+  private size = 0
+
+  constructor(
+    readonly index: number,
+    kind: ValueKind,
+    scale: number,
+    private capacity: number,
+  ) {
+    this.kind = kind
+    this.scale = kind === 'decimal' ? scale : 0
+    this.valid = new Uint8Array(capacity)
+    this.allocate(kind)
+  }
+
+  private allocate(kind: ValueKind): void {
+    const n = this.capacity
+    if (kind === 'string') {
+      this.offsets = new Int32Array(n + 1)
+      this.data = new Uint8Array(Math.max(1024, n * 8))
+    } else if (kind === 'date') this.days = new Int32Array(n)
+    else if (kind === 'boolean') this.bool = new Uint8Array(n)
+    else this.num = new Float64Array(n)
+  }
+
+  private grow(): void {
+    const n = Math.ceil(this.capacity * 1.5) + 16
+    const grow = <T extends Int32Array | Float64Array | Uint8Array>(a: T, size: number): T => {
+      const b = new (a.constructor as new (n: number) => T)(size)
+      b.set(a.subarray(0, Math.min(a.length, size)))
+      return b
+    }
+    this.valid = grow(this.valid, n)
+    if (this.kind === 'string') this.offsets = grow(this.offsets, n + 1)
+    else if (this.kind === 'date') this.days = grow(this.days, n)
+    else if (this.kind === 'boolean') this.bool = grow(this.bool, n)
+    else this.num = grow(this.num, n)
+    this.capacity = n
+  }
+
+  /** Appends the field buf[s, e); `escaped`: the field is quoted and holds doubled quotes. */
+  append(buf: Buffer, s: number, e: number, escaped: boolean): void {
+    if (this.length === this.capacity) this.grow()
+    while (s < e && SPACE[buf[s]] === 1) s++
+    while (e > s && SPACE[buf[e - 1]] === 1) e--
+    if (escaped || (s < e && (buf[s] >= 0x80 || buf[e - 1] >= 0x80))) this.appendRare(buf, s, e, escaped)
+    else this.put(buf, s, e)
+  }
+
+  /** Doubled quotes to undo, or non-ASCII edges that JS's trim may also remove: decode first. */
+  private appendRare(buf: Buffer, s: number, e: number, escaped: boolean): void {
+    let text = decoder.decode(buf.subarray(s, e))
+    if (escaped) text = text.replace(/""/g, '"')
+    const bytes = Buffer.from(text.trim()) // a Buffer, like the input: keeps the hot code monomorphic
+    this.put(bytes, 0, bytes.length)
+  }
+
+  private put(buf: Buffer, s: number, e: number): void {
+    if (s === e) {
+      this.valid[this.length] = 0
+      if (this.kind === 'string') this.offsets[this.length + 1] = this.size
+      this.nulls++
+      this.length++
+      return
+    }
+    this.valid[this.length] = 1
+    switch (this.kind) {
+      case 'string':
+        this.appendString(buf, s, e)
+        break
+      case 'integer':
+      case 'decimal':
+        if (!this.appendExact(buf, s, e)) this.slow(buf, s, e)
+        break
+      case 'date':
+        if (!this.appendDate(buf, s, e)) this.slow(buf, s, e)
+        break
+      case 'boolean':
+        if (!this.appendBoolean(buf, s, e)) this.slow(buf, s, e)
+        break
+      default:
+        this.slow(buf, s, e)
+    }
+    this.length++
+  }
+
+  private appendString(buf: Buffer, s: number, e: number): void {
+    const n = e - s
+    if (this.size + n > this.data.length) {
+      const d = new Uint8Array(Math.max(this.data.length * 2, this.size + n))
+      d.set(this.data.subarray(0, this.size))
+      this.data = d
+    }
+    // A byte loop beats subarray() + set() for the short fields CSVs are made of.
+    const data = this.data
+    let at = this.size
+    if (n < 64) for (let p = s; p < e; p++) data[at++] = buf[p]
+    else {
+      data.set(buf.subarray(s, e), at)
+      at += n
+    }
+    this.size = at
+    this.offsets[this.length + 1] = this.size
+  }
+
+  /** Plain -?digits[.digits] within the exactness limits; false sends the value to the slow path. */
+  private appendExact(buf: Buffer, s: number, e: number): boolean {
+    let p = s
+    const neg = buf[p] === 0x2d
+    if (neg || buf[p] === 0x2b) p++
+    const intStart = p
+    let units = 0
+    while (p < e && buf[p] >= 0x30 && buf[p] <= 0x39) units = units * 10 + (buf[p++] - 0x30)
+    let intDigits = p - intStart
+    if (intDigits === 0 || (intDigits > 1 && buf[intStart] === 0x30)) return false
+    let frac = 0
+    if (p < e) {
+      if (buf[p] !== 0x2e) return false
+      p++
+      const fracStart = p
+      while (p < e && buf[p] >= 0x30 && buf[p] <= 0x39) units = units * 10 + (buf[p++] - 0x30)
+      frac = p - fracStart
+      if (p !== e || frac === 0 || frac > MAX_DECIMAL_SCALE) return false
+    }
+    if (buf[intStart] === 0x30 && intDigits === 1) intDigits = 0
+    if (intDigits + frac > MAX_DECIMAL_DIGITS) return false
+    if (frac > this.scale || this.kind === 'integer') {
+      if (frac > 0 || this.kind !== 'integer') {
+        if (!this.setScale(Math.max(frac, this.scale))) throw new NeedsString(this.index)
+      }
+    }
+    if (intDigits > this.intDigits) {
+      this.intDigits = intDigits
+      if (this.kind === 'decimal' && this.intDigits + this.scale > MAX_DECIMAL_DIGITS) throw new NeedsString(this.index)
+    }
+    if (frac < this.scale) units *= POW10[this.scale - frac]
+    this.num[this.length] = neg && units !== 0 ? -units : units
+    return true
+  }
+
+  /** integer → decimal, or a larger decimal scale: earlier units are multiplied exactly. */
+  private setScale(scale: number): boolean {
+    if (this.intDigits + scale > MAX_DECIMAL_DIGITS) return false
+    const f = POW10[scale - this.scale]
+    if (f !== 1) for (let i = 0; i < this.length; i++) this.num[i] *= f
+    this.scale = scale
+    this.kind = 'decimal'
+    return true
+  }
+
+  private appendDate(buf: Buffer, s: number, e: number): boolean {
+    // YYYY-MM-DD from fixed positions; no closures or arrays here: this runs once per value.
+    if (e - s !== 10 || buf[s + 4] !== 0x2d || buf[s + 7] !== 0x2d) return false
+    const y0 = buf[s] - 0x30
+    const y1 = buf[s + 1] - 0x30
+    const y2 = buf[s + 2] - 0x30
+    const y3 = buf[s + 3] - 0x30
+    const m0 = buf[s + 5] - 0x30
+    const m1 = buf[s + 6] - 0x30
+    const d0 = buf[s + 8] - 0x30
+    const d1 = buf[s + 9] - 0x30
+    if (
+      (y0 | y1 | y2 | y3 | m0 | m1 | d0 | d1) < 0 ||
+      y0 > 9 ||
+      y1 > 9 ||
+      y2 > 9 ||
+      y3 > 9 ||
+      m0 > 9 ||
+      m1 > 9 ||
+      d0 > 9 ||
+      d1 > 9
+    )
+      return false
+    const y = y0 * 1000 + y1 * 100 + y2 * 10 + y3
+    const m = m0 * 10 + m1
+    const d = d0 * 10 + d1
+    if (y < 1 || m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m)) return false
+    this.days[this.length] = civilToDays(y, m, d)
+    return true
+  }
+
+  private appendBoolean(buf: Buffer, s: number, e: number): boolean {
+    const n = e - s
+    const c0 = buf[s] | 0x20
+    if (
+      n === 4 &&
+      c0 === 0x74 &&
+      (buf[s + 1] | 0x20) === 0x72 &&
+      (buf[s + 2] | 0x20) === 0x75 &&
+      (buf[s + 3] | 0x20) === 0x65
+    ) {
+      this.bool[this.length] = 1
+      return true
+    }
+    if (
+      n === 5 &&
+      c0 === 0x66 &&
+      (buf[s + 1] | 0x20) === 0x61 &&
+      (buf[s + 2] | 0x20) === 0x6c &&
+      (buf[s + 3] | 0x20) === 0x73 &&
+      (buf[s + 4] | 0x20) === 0x65
+    ) {
+      this.bool[this.length] = 0
+      return true
+    }
+    return false
+  }
+
+  /** Classifies the text, widens the column if it must, and stores the value. */
+  private slow(buf: Buffer, s: number, e: number): void {
+    const text = decoder.decode(buf.subarray(s, e))
+    const c = classifyText(text)
+    const target = widen(this.kind, c.kind)
+    if (target === 'string') {
+      // Only a column with no value yet may become text here; any other must be read again.
+      if (this.kind !== 'null') throw new NeedsString(this.index)
+      this.kind = 'string'
+      this.allocate('string')
+      this.appendString(buf, s, e)
+      return
+    }
+    if (target !== this.kind) this.convert(target)
+    switch (this.kind) {
+      case 'integer':
+      case 'decimal':
+        if (!this.appendExact(buf, s, e)) throw new NeedsString(this.index)
+        return
+      case 'float':
+        this.num[this.length] = Number(text)
+        return
+      case 'date':
+        if (!this.appendDate(buf, s, e)) throw new NeedsString(this.index)
+        return
+      case 'timestamp': {
+        const ms = parseDateOrTimestamp(text)
+        if (ms === null) throw new NeedsString(this.index)
+        this.num[this.length] = ms
+        return
+      }
+      case 'boolean':
+        if (!this.appendBoolean(buf, s, e)) throw new NeedsString(this.index)
+        return
+      default:
+        throw new NeedsString(this.index)
+    }
+  }
+
+  /** Widens stored values in place: null → any, integer/decimal → float, date → timestamp. */
+  private convert(target: ValueKind): void {
+    const from = this.kind
+    if (from === 'null') {
+      this.kind = target
+      this.allocate(target)
+      return
+    }
+    if ((from === 'integer' || from === 'decimal') && target === 'decimal') return // appendExact rescales
+    if ((from === 'integer' || from === 'decimal') && target === 'float') {
+      const f = POW10[this.scale]
+      for (let i = 0; i < this.length; i++) this.num[i] /= f
+      this.scale = 0
+      this.kind = 'float'
+      return
+    }
+    if (from === 'date' && target === 'timestamp') {
+      this.num = new Float64Array(this.capacity)
+      for (let i = 0; i < this.length; i++) this.num[i] = this.days[i] * DAY_MS
+      this.kind = 'timestamp'
+      return
+    }
+    throw new NeedsString(this.index)
+  }
+
+  info(name: string): ColumnInfo {
+    const type = this.kind === 'null' ? 'string' : this.kind
+    const info: ColumnInfo = { name, type, nullable: this.nulls > 0 }
+    if (type === 'decimal') info.scale = this.scale
+    return info
+  }
+
+  finish(): Column {
+    const n = this.length
+    // Copy only when the spare capacity is worth freeing; otherwise hand out a view.
+    const fit = n >= this.capacity * 0.9
+    const cut = <T extends Int32Array | Float64Array | Uint8Array>(a: T, len: number): T =>
+      fit ? (a.subarray(0, len) as T) : (a.slice(0, len) as T)
+    const valid = this.nulls === 0 ? null : cut(this.valid, n)
+    switch (this.kind) {
+      case 'null':
+        return { type: 'string', length: n, valid, offsets: new Int32Array(n + 1), data: new Uint8Array(0) }
+      case 'string':
+        return {
+          type: 'string',
+          length: n,
+          valid,
+          offsets: this.offsets.slice(0, n + 1),
+          data: this.data.slice(0, this.size),
+        }
+      case 'date':
+        return { type: 'date', length: n, valid, values: this.days.slice(0, n) }
+      case 'boolean':
+        return { type: 'boolean', length: n, valid, values: this.bool.slice(0, n) }
+      case 'decimal':
+        return { type: 'decimal', length: n, valid, values: this.num.slice(0, n), scale: this.scale }
+      default:
+        return { type: this.kind, length: n, valid, values: this.num.slice(0, n) } as Column
+    }
+  }
+}
+
+function daysInMonth(y: number, m: number): number {
+  if (m === 2) return (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0 ? 29 : 28
+  return m === 4 || m === 6 || m === 9 || m === 11 ? 30 : 31
+}
+
+/** Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
+export function civilToDays(y: number, m: number, d: number): number {
+  y -= m <= 2 ? 1 : 0
+  const era = Math.floor(y / 400)
+  const yoe = y - era * 400
+  const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy
+  return era * 146097 + doe - 719468
+}

@@ -1,0 +1,183 @@
+// /api/sources: thin routes over the sources service.
+
+import { randomUUID } from 'node:crypto'
+import { createWriteStream } from 'node:fs'
+import { mkdir, rm } from 'node:fs/promises'
+import { extname, join } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import '@fastify/multipart'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
+import { ConcordError } from '../errors.js'
+import { Alias } from '../sources/schemas.js'
+
+const errors = { 400: Type.Ref('ErrorReply'), 404: Type.Ref('ErrorReply'), 502: Type.Ref('ErrorReply') }
+const AliasParams = Type.Object({ alias: Type.String() })
+
+/** Aborts when the client goes away before the reply is sent, so long loads stop early. */
+function clientSignal(request: FastifyRequest, reply: FastifyReply): AbortSignal {
+  const ac = new AbortController()
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) ac.abort(new ConcordError('client_closed', 'the client closed the request', 499))
+  })
+  request.raw.once('aborted', () => ac.abort())
+  return ac.signal
+}
+
+const routes: FastifyPluginAsyncTypebox = async (app) => {
+  const connectorTypes = app.connectors.types()
+  const RegisterBody = Type.Object(
+    {
+      alias: Alias,
+      type: Type.String({ description: `source type: ${connectorTypes.join(', ')}` }),
+    },
+    {
+      additionalProperties: true,
+      description:
+        'The alias, the type, and the settings of that type: csv/json take `path` (inside the data folder); ' +
+        'postgres takes `connection_string`, `table` and optionally `schema`. A CSV or JSON file can also be ' +
+        'uploaded as multipart/form-data with fields `alias`, `type` (optional: from the file extension) and `file`.',
+    },
+  )
+
+  app.post(
+    '/api/sources',
+    {
+      schema: {
+        tags: ['sources'],
+        summary: 'Register a source',
+        body: RegisterBody,
+        response: { 201: Type.Ref('Source'), 409: Type.Ref('ErrorReply'), 413: Type.Ref('ErrorReply'), ...errors },
+      },
+      // A multipart upload becomes a file in the data folder and a `path` before validation.
+      preValidation: async (request) => {
+        if (request.isMultipart())
+          request.body = (await receiveUpload(request, app.sources.uploadDir)) as typeof request.body
+      },
+    },
+    async (request, reply) => {
+      const { alias, type, ...config } = request.body
+      const uploaded = (request as { uploadedFile?: string }).uploadedFile
+      try {
+        const source = await app.sources.register({ alias, type, config })
+        return reply.code(201).send(source)
+      } catch (err) {
+        if (uploaded) await rm(uploaded, { force: true })
+        throw err
+      }
+    },
+  )
+
+  app.get(
+    '/api/sources',
+    { schema: { tags: ['sources'], summary: 'List sources', response: { 200: Type.Ref('SourceList') } } },
+    async () => ({ sources: await app.sources.list() }),
+  )
+
+  app.get(
+    '/api/sources/:alias',
+    {
+      schema: {
+        tags: ['sources'],
+        summary: 'A source and its columns with inferred types',
+        params: AliasParams,
+        response: { 200: Type.Ref('Source'), ...errors },
+      },
+    },
+    async (request) => app.sources.get(request.params.alias),
+  )
+
+  app.delete(
+    '/api/sources/:alias',
+    {
+      schema: {
+        tags: ['sources'],
+        summary: 'Delete a source (and its uploaded file and scoped table)',
+        params: AliasParams,
+        response: { 204: Type.Null(), ...errors },
+      },
+    },
+    async (request, reply) => {
+      await app.sources.remove(request.params.alias)
+      return reply.code(204).send(null)
+    },
+  )
+
+  app.get(
+    '/api/sources/:alias/preview',
+    {
+      schema: {
+        tags: ['sources'],
+        summary: 'The first rows of a source',
+        params: AliasParams,
+        querystring: Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 1000, default: 20 }) }),
+        response: { 200: Type.Ref('PreviewReply'), ...errors },
+      },
+    },
+    async (request, reply) =>
+      app.sources.preview(request.params.alias, request.query.limit, clientSignal(request, reply)),
+  )
+
+  app.post(
+    '/api/sources/:alias/load-scoped',
+    {
+      schema: {
+        tags: ['sources'],
+        summary: 'Load the rows in scope into the engine (kept for later runs)',
+        params: AliasParams,
+        body: Type.Ref('LoadScopedBody'),
+        response: { 200: Type.Ref('LoadScopedReply'), ...errors },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body as { conditions?: []; limit?: number; preview?: number }
+      return app.sources.loadScoped(request.params.alias, body, clientSignal(request, reply))
+    },
+  )
+}
+
+/** Streams the multipart `file` into the upload folder; returns the registration body. */
+async function receiveUpload(request: FastifyRequest, uploadDir: string): Promise<Record<string, unknown>> {
+  const fields: Record<string, string> = {}
+  let saved: string | undefined
+  let filename = ''
+  await mkdir(uploadDir, { recursive: true })
+  try {
+    for await (const part of request.parts()) {
+      if (part.type === 'file') {
+        if (saved) throw new ConcordError('invalid_upload', 'upload one file per source', 400)
+        filename = part.filename
+        const ext = extname(filename).toLowerCase()
+        saved = join(uploadDir, `${randomUUID()}${ext}`)
+        await pipeline(part.file, createWriteStream(saved))
+        if (part.file.truncated) {
+          throw new ConcordError(
+            'payload_too_large',
+            `the file is larger than the upload limit`,
+            413,
+            'raise MAX_UPLOAD_BYTES or register the file by path',
+          )
+        }
+      } else {
+        fields[part.fieldname] = String(part.value)
+      }
+    }
+  } catch (err) {
+    if (saved) await rm(saved, { force: true })
+    throw err
+  }
+  if (!saved)
+    throw new ConcordError(
+      'invalid_upload',
+      'the multipart request has no file part',
+      400,
+      'send the file in a part named "file"',
+    )
+  ;(request as { uploadedFile?: string }).uploadedFile = saved
+  const ext = extname(filename).toLowerCase().replace('.', '')
+  const type = fields.type ?? (ext === 'ndjson' || ext === 'jsonl' ? 'json' : ext)
+  return { alias: fields.alias, type, path: join('uploads', saved.slice(uploadDir.length + 1)) }
+}
+
+export default routes

@@ -1,0 +1,133 @@
+// File sources (CSV, JSON): paths confined to the data folder, and a small cache of loaded
+// tables so previews and repeated scoped loads of an unchanged file do not parse it again.
+
+import { realpath, stat } from 'node:fs/promises'
+import { isAbsolute, relative, resolve, sep } from 'node:path'
+import { Type } from 'typebox'
+import { describeConditions, resolveConditions, selectRows } from '../engine/filter.js'
+import { describeTable, sliceRows, type Table, takeRows } from '../engine/table.js'
+import type { ColumnInfo, FilterCondition } from '../engine/types.js'
+import { ConcordError } from '../errors.js'
+import type { EngineContext, LoadOptions, ScopedTable, Source, SourceConnector } from './connector.js'
+
+export interface FileSourceConfig {
+  /** Inside the data folder: relative to it, or absolute. */
+  path: string
+  [key: string]: unknown
+}
+
+export const FileConfigSchema = Type.Object(
+  {
+    path: Type.String({ minLength: 1, description: 'file path inside the data folder (relative to it, or absolute)' }),
+  },
+  { additionalProperties: false },
+)
+
+/** Resolves `path` against the data folder and refuses anything that ends up outside it (also via symlinks). */
+export async function confinedPath(dataDir: string, path: string): Promise<string> {
+  const root = await realpath(dataDir).catch(() => resolve(dataDir))
+  const candidate = isAbsolute(path) ? path : resolve(root, path)
+  let real: string
+  try {
+    real = await realpath(candidate)
+  } catch {
+    throw new ConcordError(
+      'file_not_found',
+      `no file at "${path}" in the data folder`,
+      400,
+      `put the file under ${dataDir} or upload it`,
+    )
+  }
+  const rel = relative(root, real)
+  if (rel === '' || rel.startsWith(`..${sep}`) || rel === '..' || isAbsolute(rel)) {
+    throw new ConcordError(
+      'path_outside_data_dir',
+      `"${path}" is outside the data folder`,
+      400,
+      `file sources must live under ${dataDir}`,
+    )
+  }
+  const s = await stat(real)
+  if (!s.isFile()) throw new ConcordError('file_not_found', `"${path}" is not a file`, 400)
+  return real
+}
+
+type Loader = (path: string, signal?: AbortSignal) => Promise<Table>
+
+/** Keeps the last few parsed files, keyed by path, size and modification time. */
+class TableCache {
+  private readonly entries = new Map<string, Promise<Table>>()
+  constructor(private readonly capacity = 4) {}
+
+  async get(path: string, load: Loader, signal?: AbortSignal): Promise<Table> {
+    const s = await stat(path)
+    const key = `${path}\0${s.size}\0${s.mtimeMs}`
+    let entry = this.entries.get(key)
+    if (!entry) {
+      entry = load(path, signal)
+      this.entries.set(key, entry)
+      entry.catch(() => this.entries.delete(key))
+      while (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!)
+    } else {
+      // refresh recency
+      this.entries.delete(key)
+      this.entries.set(key, entry)
+    }
+    return entry
+  }
+
+  clear(): void {
+    this.entries.clear()
+  }
+}
+
+/**
+ * The shared part of the file connectors: load the whole file (cached), then filter in the
+ * engine with the same semantics as every other connector.
+ */
+export function fileConnector(type: string, dataDir: string, load: Loader): SourceConnector<FileSourceConfig> {
+  const cache = new TableCache()
+  const tableOf = async (source: Source<FileSourceConfig>, signal?: AbortSignal) =>
+    cache.get(await confinedPath(dataDir, source.config.path), load, signal)
+  return {
+    type,
+    configSchema: FileConfigSchema,
+    async prepare(config) {
+      const real = await confinedPath(dataDir, config.path)
+      return { path: relative(await realpath(dataDir), real) }
+    },
+    redact: (config) => ({ path: config.path }),
+    async describe(source): Promise<ColumnInfo[]> {
+      return describeTable(await tableOf(source))
+    },
+    async registerScoped(
+      ctx: EngineContext,
+      alias: string,
+      source,
+      conditions: FilterCondition[],
+      opts: LoadOptions = {},
+    ) {
+      const table = await tableOf(source, opts.signal)
+      const resolved = resolveConditions(describeTable(table), conditions)
+      const selected = conditions.length === 0 ? table : takeRows(table, selectRows(table, resolved))
+      const limited = opts.limit === undefined ? selected : sliceRows(selected, opts.limit)
+      opts.signal?.throwIfAborted()
+      const scoped: ScopedTable = {
+        alias,
+        conditions,
+        table: limited,
+        totalRows: selected.length,
+        nativeQuery: { language: 'engine', description: describeConditions(resolved) },
+        loadedAt: new Date(),
+      }
+      ctx.register(scoped)
+      return scoped
+    },
+    translate(_source, columns, conditions) {
+      return { language: 'engine', description: describeConditions(resolveConditions(columns, conditions)) }
+    },
+    async close() {
+      cache.clear()
+    },
+  }
+}

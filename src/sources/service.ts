@@ -1,0 +1,232 @@
+// The source registry: register, describe, preview and scope sources. Routes and (later) the
+// agent and the CLI call this; it owns the invariant that a failed registration or load leaves
+// nothing behind.
+
+import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { FastifyBaseLogger } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Kysely } from 'kysely'
+import { Value } from 'typebox/value'
+import type { Database, SourceRow } from '../db/schema.js'
+import { nearestNames } from '../engine/similarity.js'
+import { describeTable, type JsonRow, rowsAsJson } from '../engine/table.js'
+import type { ColumnInfo, FilterCondition, NativeQuery } from '../engine/types.js'
+import { ConcordError, notFound } from '../errors.js'
+import { EngineContext, type Source, type SourceConnector } from './connector.js'
+import type { ConnectorRegistry } from './registry.js'
+
+export interface SourceView {
+  alias: string
+  type: string
+  config: Record<string, unknown>
+  columns: ColumnInfo[]
+  created_at: string
+}
+
+export interface RegisterInput {
+  alias: string
+  type: string
+  config: Record<string, unknown>
+}
+
+export interface LoadScopedResult {
+  alias: string
+  columns: ColumnInfo[]
+  rows: JsonRow[]
+  total_rows: number
+  loaded_rows: number
+  preview_rows: number
+  native_query: NativeQuery
+}
+
+const ALIAS_RE = /^[A-Za-z][A-Za-z0-9_]{0,62}$/
+
+export class SourcesService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly connectors: ConnectorRegistry,
+    readonly engine: EngineContext,
+    private readonly dataDir: string,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  get uploadDir(): string {
+    return join(this.dataDir, 'uploads')
+  }
+
+  /** Checks a registration's config against its connector's schema, with a readable first error. */
+  checkConfig(type: string, config: Record<string, unknown>): void {
+    const connector = this.connectors.get(type)
+    if (!Value.Check(connector.configSchema, config)) {
+      const first = [...Value.Errors(connector.configSchema, config)][0]
+      const at = first?.instancePath ? first.instancePath.slice(1) : 'config'
+      throw new ConcordError(
+        'invalid_source_config',
+        `${type} source: ${at} ${first?.message ?? 'is invalid'}`,
+        400,
+        this.configHint(connector),
+      )
+    }
+  }
+
+  private configHint(connector: SourceConnector): string {
+    const props = Object.keys((connector.configSchema as { properties?: object }).properties ?? {})
+    return `a ${connector.type} source takes: alias, type, ${props.join(', ')}`
+  }
+
+  async register(input: RegisterInput): Promise<SourceView> {
+    if (!ALIAS_RE.test(input.alias)) {
+      throw new ConcordError(
+        'invalid_alias',
+        `"${input.alias}" is not a valid alias`,
+        400,
+        'start with a letter; then letters, digits or _',
+      )
+    }
+    this.checkConfig(input.type, input.config)
+    if (await this.find(input.alias)) {
+      throw new ConcordError(
+        'duplicate_alias',
+        `a source named "${input.alias}" already exists`,
+        409,
+        'choose another alias or delete the existing source',
+      )
+    }
+    const connector = this.connectors.get(input.type)
+    const config = await connector.prepare(input.config)
+    const columns = await connector.describe({ alias: input.alias, type: input.type, config })
+    try {
+      const row = await this.db
+        .insertInto('sources')
+        .values({
+          alias: input.alias,
+          type: input.type,
+          config: JSON.stringify(config),
+          columns: JSON.stringify(columns),
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow()
+      this.log.info({ alias: input.alias, type: input.type, columns: columns.length }, 'source registered')
+      return this.view(row)
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') {
+        throw new ConcordError('duplicate_alias', `a source named "${input.alias}" already exists`, 409)
+      }
+      throw err
+    }
+  }
+
+  async list(): Promise<SourceView[]> {
+    const rows = await this.db.selectFrom('sources').selectAll().orderBy('alias').execute()
+    return rows.map((r) => this.view(r))
+  }
+
+  async get(alias: string): Promise<SourceView> {
+    return this.view(await this.row(alias))
+  }
+
+  async remove(alias: string): Promise<void> {
+    const row = await this.row(alias)
+    await this.db.deleteFrom('sources').where('alias', '=', alias).execute()
+    this.engine.drop(alias)
+    const path = typeof row.config.path === 'string' ? row.config.path : undefined
+    if (path?.startsWith('uploads/')) await rm(join(this.dataDir, path), { force: true })
+    this.log.info({ alias }, 'source deleted')
+  }
+
+  async preview(alias: string, limit: number, signal?: AbortSignal) {
+    const source = await this.source(alias)
+    const scratch = new EngineContext()
+    const scoped = await this.connectors.get(source.type).registerScoped(scratch, alias, source, [], { limit, signal })
+    const rows = rowsAsJson(scoped.table, limit)
+    return {
+      alias,
+      columns: describeTable(scoped.table),
+      rows,
+      total_rows: scoped.totalRows,
+      preview_rows: rows.length,
+    }
+  }
+
+  async loadScoped(
+    alias: string,
+    body: { conditions?: FilterCondition[]; limit?: number; preview?: number },
+    signal?: AbortSignal,
+  ): Promise<LoadScopedResult> {
+    const source = await this.source(alias)
+    const connector = this.connectors.get(source.type)
+    const conditions = body.conditions ?? []
+    // Load into a scratch context first: the engine's scoped table changes only when the load succeeded.
+    const scratch = new EngineContext()
+    const scoped = await connector.registerScoped(scratch, alias, source, conditions, { limit: body.limit, signal })
+    this.engine.register(scoped)
+    const rows = rowsAsJson(scoped.table, body.preview ?? 20)
+    this.log.info({ alias, total: scoped.totalRows, loaded: scoped.table.length }, 'scoped table loaded')
+    return {
+      alias,
+      columns: describeTable(scoped.table),
+      rows,
+      total_rows: scoped.totalRows,
+      loaded_rows: scoped.table.length,
+      preview_rows: rows.length,
+      native_query: scoped.nativeQuery,
+    }
+  }
+
+  /** The stored source with its full (unredacted) config, for connectors. */
+  async source(alias: string): Promise<Source> {
+    const row = await this.row(alias)
+    return { alias: row.alias, type: row.type, config: row.config }
+  }
+
+  private async find(alias: string): Promise<SourceRow | undefined> {
+    return this.db.selectFrom('sources').selectAll().where('alias', '=', alias).executeTakeFirst()
+  }
+
+  private async row(alias: string): Promise<SourceRow> {
+    const row = await this.find(alias)
+    if (!row) {
+      const all = await this.db.selectFrom('sources').select('alias').execute()
+      const near = nearestNames(
+        alias,
+        all.map((r) => r.alias),
+      )
+      throw notFound(
+        'source',
+        alias,
+        near.length
+          ? `did you mean ${near.map((n) => `"${n}"`).join(', ')}?`
+          : 'GET /api/sources lists the registered sources',
+      )
+    }
+    return row
+  }
+
+  private view(row: SourceRow): SourceView {
+    const connector = this.connectors.get(row.type)
+    return {
+      alias: row.alias,
+      type: row.type,
+      config: connector.redact(row.config),
+      columns: row.columns,
+      created_at: new Date(row.created_at).toISOString(),
+    }
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    sources: SourcesService
+    engine: EngineContext
+  }
+}
+
+export default fp(
+  async (app) => {
+    const engine = new EngineContext()
+    app.decorate('engine', engine)
+    app.decorate('sources', new SourcesService(app.db, app.connectors, engine, app.config.dataDir, app.log))
+  },
+  { name: 'sources', dependencies: ['db', 'connectors'] },
+)

@@ -1,0 +1,156 @@
+// The PostgreSQL connector against a real server: catalog types, the pushed-down WHERE,
+// streaming into exact columns, limits, errors, injection attempts and cancellation.
+
+import t from 'tap'
+import { postgresConnector } from '../connectors/postgres.js'
+import { rowsAsJson } from '../src/engine/table.js'
+import type { FilterCondition } from '../src/engine/types.js'
+import { EngineContext } from '../src/sources/connector.js'
+import { testDatabase } from './helpers/pg.js'
+
+t.test('postgres connector', async (t) => {
+  const db = await testDatabase(t)
+  await db.query(`CREATE TABLE ledger (
+    id bigint PRIMARY KEY, account text NOT NULL, amount numeric(12,2), raw numeric, ratio float8,
+    booked date, at timestamptz, local_at timestamp, ok boolean, code varchar(10), uid uuid)`)
+  await db.query(`INSERT INTO ledger VALUES
+    (1, 'ACC-1', 12345.67, 1.5, 0.1, '2024-01-05', '2024-01-05T10:00:00Z', '2024-01-05 10:00:00', true, 'a%b', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'),
+    (2, 'ACC-2', 12345.66, 2.25, 0.5, '2024-01-31', '2024-01-31T23:59:59.999Z', '2024-01-31 23:59:59', false, 'a_b', NULL),
+    (3, 'acc-3', -0.01, NULL, NULL, '2024-02-01', NULL, NULL, NULL, 'x\\y', NULL),
+    (4, 'ACC-4', NULL, 100, 1e300, NULL, '2023-12-31T22:00:00Z', NULL, true, 'it''s', NULL)`)
+  const connector = postgresConnector({ statementTimeoutMs: 30_000, poolMax: 2 })
+  t.teardown(() => connector.close?.())
+  const config = await connector.prepare({ connection_string: db.url, schema: db.schema, table: 'ledger' })
+  const source = { alias: 'ledger', type: 'postgres', config }
+
+  t.test('describe maps the catalog types', async (t) => {
+    const cols = await connector.describe(source)
+    t.same(
+      cols.map((c) => [c.name, c.type, c.scale, c.nullable]),
+      [
+        ['id', 'integer', undefined, false],
+        ['account', 'string', undefined, false],
+        ['amount', 'decimal', 2, true],
+        ['raw', 'decimal', undefined, true],
+        ['ratio', 'float', undefined, true],
+        ['booked', 'date', undefined, true],
+        ['at', 'timestamp', undefined, true],
+        ['local_at', 'timestamp', undefined, true],
+        ['ok', 'boolean', undefined, true],
+        ['code', 'string', undefined, true],
+        ['uid', 'string', undefined, true],
+      ],
+    )
+  })
+
+  const load = async (conditions: FilterCondition[], limit?: number) => {
+    const ctx = new EngineContext()
+    const scoped = await connector.registerScoped(ctx, 'ledger', source, conditions, { limit })
+    return { scoped, rows: rowsAsJson(scoped.table), ctx }
+  }
+  const ids = async (conditions: FilterCondition[]) => (await load(conditions)).rows.map((r) => r.id)
+
+  t.test('rows arrive exact and typed', async (t) => {
+    const { rows, scoped } = await load([])
+    t.equal(scoped.totalRows, 4)
+    t.same(rows[0], {
+      id: 1,
+      account: 'ACC-1',
+      amount: '12345.67',
+      raw: '1.50',
+      ratio: 0.1,
+      booked: '2024-01-05',
+      at: '2024-01-05T10:00:00.000Z',
+      local_at: '2024-01-05T10:00:00.000Z',
+      ok: true,
+      code: 'a%b',
+      uid: 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',
+    })
+    t.equal(rows[3].ratio, 1e300)
+    t.same(
+      rows.map((r) => r.raw),
+      ['1.50', '2.25', null, '100.00'],
+      'an unconstrained numeric takes the largest scale seen',
+    )
+  })
+
+  t.test('the WHERE clause is one parameterized pushdown', async (t) => {
+    const q = connector.translate!(source, await connector.describe(source), [
+      { column: 'amount', op: 'between', value: ['100', 20000] },
+      { column: 'account', op: 'like', value: 'ACC-%' },
+      { column: 'booked', op: 'in', value: ['2024-01-05', '2024-01-31'] },
+    ])
+    t.equal(q.language, 'postgresql')
+    t.match(
+      q.sql,
+      /WHERE "amount" BETWEEN \$1::numeric AND \$2::numeric AND "account" COLLATE "C" LIKE \$3::text AND "booked" IN \(\$4::date, \$5::date\)$/,
+    )
+    t.same(q.params, ['100', '20000', 'ACC-%', '2024-01-05', '2024-01-31'])
+    t.notMatch(q.sql, /ACC-|2024|100/, 'no value is spliced into the SQL')
+  })
+
+  t.test('every operator, with the engine semantics', async (t) => {
+    t.same(await ids([{ column: 'amount', op: 'eq', value: '12345.67' }]), [1])
+    t.same(await ids([{ column: 'amount', op: 'gt', value: '12345.665' }]), [1])
+    t.same(await ids([{ column: 'amount', op: 'neq', value: '12345.67' }]), [2, 3], 'NULL is not unequal')
+    t.same(await ids([{ column: 'id', op: 'gt', value: 2.5 }]), [3, 4])
+    t.same(
+      await ids([{ column: 'account', op: 'lt', value: 'ACC-9' }]),
+      [1, 2, 4],
+      'C collation: lowercase sorts after',
+    )
+    t.same(await ids([{ column: 'code', op: 'like', value: 'a\\%b' }]), [1])
+    t.same(await ids([{ column: 'code', op: 'like', value: 'a\\_b' }]), [2])
+    t.same(await ids([{ column: 'code', op: 'like', value: 'x\\\\y' }]), [3])
+    t.same(await ids([{ column: 'code', op: 'eq', value: "it's" }]), [4])
+    t.same(await ids([{ column: 'booked', op: 'between', value: ['2024-01-01', '2024-01-31'] }]), [1, 2])
+    t.same(await ids([{ column: 'at', op: 'lt', value: '2024-01-01' }]), [4])
+    t.same(await ids([{ column: 'local_at', op: 'gte', value: '2024-01-31T23:59:59Z' }]), [2])
+    t.same(await ids([{ column: 'ok', op: 'eq', value: true }]), [1, 4])
+    t.same(await ids([{ column: 'ratio', op: 'gt', value: 0.1 }]), [2, 4])
+    t.same(await ids([{ column: 'uid', op: 'eq', value: 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11' }]), [1])
+  })
+
+  t.test('limit keeps the count of everything in scope', async (t) => {
+    const { scoped } = await load([{ column: 'id', op: 'gte', value: 1 }], 2)
+    t.equal(scoped.table.length, 2)
+    t.equal(scoped.totalRows, 4)
+  })
+
+  t.test('bad conditions and injection attempts never reach SQL', async (t) => {
+    await t.rejects(load([{ column: 'amount; DROP TABLE ledger', op: 'eq', value: 1 }]), { code: 'unknown_column' })
+    await t.rejects(load([{ column: 'amout', op: 'eq', value: 1 }]), { code: 'unknown_column', suggestion: /"amount"/ })
+    await t.rejects(load([{ column: 'booked', op: 'eq', value: 'tomorrow' }]), { code: 'invalid_filter' })
+    t.same(await ids([{ column: 'account', op: 'eq', value: "'; DROP TABLE ledger; --" }]), [])
+    t.same(await ids([{ column: 'account', op: 'in', value: ["ACC-1' OR '1'='1", 'ACC-2\\'] }]), [])
+    const count = await db.query('SELECT count(*)::int AS n FROM ledger')
+    t.equal(count.rows[0].n, 4, 'the table is intact')
+  })
+
+  t.test('unknown table and unreachable server are clear errors without the password', async (t) => {
+    await t.rejects(connector.prepare({ connection_string: db.url, schema: db.schema, table: 'ledgr' }), {
+      code: 'unknown_table',
+      suggestion: /"ledger"/,
+    })
+    const secret = 'hunter2-planted'
+    const err = await connector
+      .prepare({ connection_string: `postgresql://app:${secret}@127.0.0.1:1/db`, table: 'x' })
+      .catch((e) => e)
+    t.equal(err.code, 'source_unreachable')
+    t.equal(err.status, 502)
+    t.notMatch(err.message, secret)
+    t.same(connector.redact({ connection_string: `postgresql://app:${secret}@db.example:5432/prod`, table: 'x' }), {
+      connection: 'postgresql://app:***@db.example:5432/prod',
+      schema: 'public',
+      table: 'x',
+    })
+  })
+
+  t.test('an aborted load registers nothing', async (t) => {
+    const ctx = new EngineContext()
+    const ac = new AbortController()
+    ac.abort()
+    await t.rejects(connector.registerScoped(ctx, 'ledger', source, [], { signal: ac.signal }))
+    t.same(ctx.aliases(), [])
+  })
+})
