@@ -5,7 +5,7 @@ import multipart from '@fastify/multipart'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import csvConnector from '../connectors/csv.js'
 import jsonConnector from '../connectors/json.js'
 import postgresConnector from '../connectors/postgres.js'
@@ -13,7 +13,10 @@ import type { Config } from './config.js'
 import type { ServiceDatabase } from './db/connect.js'
 import dbPlugin from './db/plugin.js'
 import { ConcordError } from './errors.js'
+import recipes from './recipes/service.js'
+import { recipeWireSchemas } from './recipes/schema.js'
 import healthRoutes from './routes/health.js'
+import recipeRoutes from './routes/recipes.js'
 import sourceRoutes from './routes/sources.js'
 import connectors from './sources/registry.js'
 import { sharedSchemas } from './sources/schemas.js'
@@ -31,13 +34,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: opts.logger ?? { level: opts.config.logLevel },
     genReqId: () => crypto.randomUUID(),
-    requestIdLogLabel: 'request_id',
+    logController: new LogController({ requestIdLogLabel: 'request_id' }),
     bodyLimit: 10 * 1024 * 1024,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('config', opts.config)
-  for (const schema of sharedSchemas) app.addSchema(schema)
-  app.setValidatorCompiler(typeboxValidator(sharedSchemas))
+  const schemas = [...sharedSchemas, ...recipeWireSchemas]
+  for (const schema of schemas) app.addSchema(schema)
+  app.setValidatorCompiler(typeboxValidator(schemas))
   app.setErrorHandler(errorHandler)
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({
@@ -57,6 +61,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       },
       tags: [
         { name: 'sources', description: 'Register sources and load scoped tables' },
+        { name: 'recipes', description: 'Save, version, validate and explain reconciliation recipes' },
         { name: 'ops', description: 'Health and readiness' },
       ],
     },
@@ -71,9 +76,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(jsonConnector)
   await app.register(postgresConnector)
   await app.register(sources)
+  await app.register(recipes)
 
   await app.register(healthRoutes)
   await app.register(sourceRoutes)
+  await app.register(recipeRoutes)
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   return app
 }

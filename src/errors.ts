@@ -7,15 +7,16 @@ export class ConcordError extends Error {
     message: string,
     readonly status = 400,
     readonly suggestion?: string,
+    /** Structured detail for the reply, e.g. the `issues` of an invalid recipe. */
+    readonly details?: Record<string, unknown>,
   ) {
     super(message)
     this.name = 'ConcordError'
   }
 
-  toJSON(): { error: string; message: string; suggestion?: string } {
-    return this.suggestion === undefined
-      ? { error: this.code, message: this.message }
-      : { error: this.code, message: this.message, suggestion: this.suggestion }
+  toJSON(): { error: string; message: string; suggestion?: string } & Record<string, unknown> {
+    const body = { error: this.code, message: this.message, ...this.details }
+    return this.suggestion === undefined ? body : { ...body, suggestion: this.suggestion }
   }
 }
 

@@ -453,6 +453,328 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/recipes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List recipes */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RecipeList"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Save a new recipe (version 1), after validating it against the registered sources */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Recipe"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RecipeView"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/recipes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A recipe: its latest version, or the one asked for */
+        get: {
+            parameters: {
+                query?: {
+                    version?: number;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RecipeView"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        /** Save a new version of a recipe; earlier versions stay readable */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Recipe"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RecipeView"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Delete a recipe and all its versions */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/recipes/validate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Check a recipe without saving it: every issue, with its pass, code and position */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description a recipe (see the Recipe schema); structural problems are reported as issues */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ValidationReport"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/recipes/explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** How each pass will run: hash keys or band, residual predicates, phase in the pass DAG */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description a recipe (see the Recipe schema); structural problems are reported as issues */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ExplainReply"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -462,6 +784,8 @@ export interface components {
             error: string;
             message: string;
             suggestion?: string;
+            /** @description invalid_recipe: every issue */
+            issues?: components["schemas"]["ValidationIssue"][];
         };
         ColumnInfo: {
             name: string;
@@ -528,6 +852,122 @@ export interface components {
             /** @description rows in this reply */
             preview_rows: number;
             native_query: components["schemas"]["NativeQuery"];
+        };
+        RecipeAggregate: {
+            /** @description the column summed over the group, e.g. r.total_amount (1:N) or l.amount (N:1) */
+            sum: string;
+            /** @description what the sum must equal: the other side's amount column, e.g. l.amount */
+            equals: string;
+            /** @default 0 */
+            tolerance: number | string;
+            /** @default 5 */
+            max_group: number;
+        };
+        RecipePass: {
+            name: string;
+            pattern: "1:1" | "1:N" | "N:1" | "N:M";
+            /** @description a boolean predicate over l. and r. columns (PostgreSQL syntax subset) */
+            when: string;
+            /** @description passes that must run first (default: the pass written before) */
+            after?: string[];
+            aggregate?: components["schemas"]["RecipeAggregate"];
+        };
+        RecipeSide: {
+            /** @description a registered source alias */
+            source: string;
+            /** @description columns identifying a record in the evidence */
+            key: string[];
+            /** @default [] */
+            scope: components["schemas"]["FilterCondition"][];
+        };
+        Recipe: {
+            /** @description the saved version; set by the service when the recipe is saved */
+            version?: number;
+            name: string;
+            description?: string;
+            left: components["schemas"]["RecipeSide"];
+            right: components["schemas"]["RecipeSide"];
+            passes: components["schemas"]["RecipePass"][];
+        };
+        ValidationIssue: {
+            /** @description the pass, or null for the recipe as a whole */
+            pass: string | null;
+            /** @description unknown_column, unknown_source, type_mismatch, unknown_function, syntax_error, no_usable_join, pass_cycle, … */
+            code: string;
+            message: string;
+            /** @description character offsets into the pass's "when" */
+            position?: {
+                start: number;
+                end: number;
+            };
+            suggestion?: string;
+        };
+        ValidationReport: {
+            valid: boolean;
+            issues: components["schemas"]["ValidationIssue"][];
+            suggestions: string[];
+        };
+        RecipeView: {
+            id: string;
+            name: string;
+            /** @description the version shown */
+            version: number;
+            latest_version: number;
+            recipe: components["schemas"]["Recipe"];
+            /**
+             * Format: date-time
+             * @description when this version was saved
+             */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        RecipeList: {
+            recipes: {
+                id: string;
+                name: string;
+                latest_version: number;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            }[];
+        };
+        ExplainReply: {
+            passes: {
+                name: string;
+                pattern: string;
+                /** @description depth in the pass DAG, from 1 */
+                phase: number;
+                after: string[];
+                join: "hash" | "band";
+                hash_keys: {
+                    left: string;
+                    right: string;
+                }[];
+                band: {
+                    column: string;
+                    lower: string | null;
+                    upper: string | null;
+                    lower_inclusive: boolean;
+                    upper_inclusive: boolean;
+                    from: string[];
+                } | null;
+                residuals: string[];
+                aggregate: {
+                    sum: string;
+                    equals: string;
+                    tolerance: string;
+                    max_group: number;
+                } | null;
+                scoring: {
+                    amount: string | null;
+                    date: string | null;
+                    similarity: string | null;
+                };
+            }[];
+            /** @description the plan as readable text */
+            text: string;
         };
     };
     responses: never;

@@ -2,6 +2,7 @@
 
 import type { ColumnType, Generated, Insertable, JSONColumnType, Selectable } from 'kysely'
 import type { ColumnInfo } from '../engine/types.js'
+import type { Recipe } from '../recipes/schema.js'
 
 export interface SourcesTable {
   alias: string
@@ -12,10 +13,29 @@ export interface SourcesTable {
   created_at: ColumnType<Date, never, never>
 }
 
+export interface RecipesTable {
+  id: string
+  name: string
+  latest_version: number
+  created_at: ColumnType<Date, never, never>
+  updated_at: ColumnType<Date, never, Date>
+}
+
+export interface RecipeVersionsTable {
+  recipe_id: string
+  version: number
+  /** The recipe document, with `version` set to this row's version. */
+  body: JSONColumnType<Recipe, string, never>
+  created_at: ColumnType<Date, never, never>
+}
+
 export interface Database {
   sources: SourcesTable
+  recipes: RecipesTable
+  recipe_versions: RecipeVersionsTable
 }
 
 export type SourceRow = Selectable<SourcesTable>
 export type NewSourceRow = Insertable<SourcesTable>
+export type RecipeRow = Selectable<RecipesTable>
 export type { Generated }

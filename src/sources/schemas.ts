@@ -8,6 +8,7 @@ export const ErrorReply = Type.Object(
     error: Type.String({ description: 'machine-readable code, e.g. unknown_column' }),
     message: Type.String(),
     suggestion: Type.Optional(Type.String()),
+    issues: Type.Optional(Type.Array(Type.Ref('ValidationIssue'), { description: 'invalid_recipe: every issue' })),
   },
   { $id: 'ErrorReply' },
 )

@@ -1,7 +1,9 @@
 // Forward-only migrations, in order. A new migration is a new file added to this list.
 import type { Migration } from 'kysely/migration'
 import * as sources from './001-sources.js'
+import * as recipes from './002-recipes.js'
 
 export const migrations: Record<string, Migration> = {
   '001-sources': sources,
+  '002-recipes': recipes,
 }

@@ -1,0 +1,269 @@
+// The planner: a pass's predicate, split at its top-level ANDs, becomes
+//   hash keys  equalities between an l-only and an r-only expression (UPPER(TRIM(l.ref)) = r.ref)
+//   a band     when there is no key: a range between one plain column of one side and
+//              expressions of the other (r.date BETWEEN l.date - 3 AND l.date, ABS(l.a - r.b) <= 0.01)
+//   residuals  every other conjunct, checked on candidate pairs
+// Conjuncts used for the band are also kept as residuals, so the band only prunes and the
+// answer never depends on how candidates were found.
+
+import type { CompareOp, Expr, Side } from '../recipes/predicate.js'
+
+export interface Conjunct {
+  expr: Expr
+  /** The conjunct's text in the pass's `when`, for explain and evidence. */
+  text: string
+}
+
+export interface KeyPair {
+  left: Expr
+  right: Expr
+  text: string
+}
+
+export interface Band {
+  /** The plain column that is sorted and searched. */
+  side: Side
+  column: string
+  /** Bounds, expressions over the other side; a missing bound is open. */
+  lo?: Expr
+  hi?: Expr
+  loStrict: boolean
+  hiStrict: boolean
+  texts: string[]
+}
+
+export interface PassPlan {
+  conjuncts: Conjunct[]
+  keys: KeyPair[]
+  band?: Band
+  residuals: Conjunct[]
+  /** Pairs of columns compared in the predicate, for deltas and scores. */
+  amount?: { l: string; r: string }
+  date?: { l: string; r: string }
+  similarity?: { l: string; r: string }
+}
+
+export function sidesOf(e: Expr, out: Set<Side> = new Set()): Set<Side> {
+  switch (e.kind) {
+    case 'column':
+      out.add(e.side)
+      break
+    case 'not':
+    case 'neg':
+    case 'is_null':
+    case 'cast':
+      sidesOf(e.arg, out)
+      break
+    case 'and':
+    case 'or':
+      for (const a of e.args) sidesOf(a, out)
+      break
+    case 'compare':
+    case 'arith':
+    case 'concat':
+      sidesOf(e.left, out)
+      sidesOf(e.right, out)
+      break
+    case 'between':
+      sidesOf(e.value, out)
+      sidesOf(e.lo, out)
+      sidesOf(e.hi, out)
+      break
+    case 'in':
+      sidesOf(e.value, out)
+      for (const a of e.list) sidesOf(a, out)
+      break
+    case 'like':
+      sidesOf(e.value, out)
+      sidesOf(e.pattern, out)
+      break
+    case 'call':
+      for (const a of e.args) sidesOf(a, out)
+      break
+  }
+  return out
+}
+
+const only = (e: Expr, side: Side) => {
+  const s = sidesOf(e)
+  return s.size === 1 && s.has(side)
+}
+
+export function planPass(
+  root: Expr,
+  when: string,
+  types: (side: Side, column: string) => string | undefined,
+): PassPlan {
+  const conjunctExprs = root.kind === 'and' ? root.args : [root]
+  const conjuncts = conjunctExprs.map((expr) => ({
+    expr,
+    text: when.slice(expr.pos.start, expr.pos.end).trim() || when,
+  }))
+  const keys: KeyPair[] = []
+  const rest: Conjunct[] = []
+  for (const c of conjuncts) {
+    const e = c.expr
+    if (e.kind === 'compare' && e.op === '=') {
+      if (only(e.left, 'l') && only(e.right, 'r')) {
+        keys.push({ left: e.left, right: e.right, text: c.text })
+        continue
+      }
+      if (only(e.left, 'r') && only(e.right, 'l')) {
+        keys.push({ left: e.right, right: e.left, text: c.text })
+        continue
+      }
+    }
+    rest.push(c)
+  }
+  const plan: PassPlan = { conjuncts, keys, residuals: rest }
+  if (keys.length === 0) plan.band = chooseBand(rest)
+  describePairs(conjuncts, plan, types)
+  return plan
+}
+
+interface RangeBound {
+  side: Side
+  column: string
+  lo?: Expr
+  hi?: Expr
+  loStrict: boolean
+  hiStrict: boolean
+  text: string
+}
+
+/** Ranges on a plain column of one side whose bounds use only the other side. */
+function rangesOf(c: Conjunct): RangeBound[] {
+  const e = c.expr
+  const out: RangeBound[] = []
+  const plain = (x: Expr): x is Extract<Expr, { kind: 'column' }> => x.kind === 'column'
+  const other = (s: Side): Side => (s === 'l' ? 'r' : 'l')
+  if (e.kind === 'between' && !e.negated && plain(e.value)) {
+    const o = other(e.value.side)
+    if (only(e.lo, o) && only(e.hi, o)) {
+      out.push({
+        side: e.value.side,
+        column: e.value.name,
+        lo: e.lo,
+        hi: e.hi,
+        loStrict: false,
+        hiStrict: false,
+        text: c.text,
+      })
+    }
+  }
+  if (e.kind === 'compare' && e.op !== '=' && e.op !== '<>') {
+    const pairs: [Expr, CompareOp, Expr][] = [
+      [e.left, e.op, e.right],
+      [e.right, flip(e.op), e.left],
+    ]
+    for (const [col, op, bound] of pairs) {
+      if (!plain(col) || !only(bound, other(col.side))) continue
+      const strict = op === '<' || op === '>'
+      if (op === '>' || op === '>=')
+        out.push({ side: col.side, column: col.name, lo: bound, loStrict: strict, hiStrict: false, text: c.text })
+      else out.push({ side: col.side, column: col.name, hi: bound, hiStrict: strict, loStrict: false, text: c.text })
+    }
+    // ABS(a - b) <= t with a, b on opposite sides: b within [a - t, a + t]
+    const abs = e.left.kind === 'call' && e.left.name === 'abs' ? e.left : undefined
+    if (abs && (e.op === '<=' || e.op === '<') && sidesOf(e.right).size === 0) {
+      const diff = abs.args[0]
+      if (diff.kind === 'arith' && diff.op === '-')
+        out.push(...toleranceBand(diff.left, diff.right, e.right, e.op === '<', c.text))
+    }
+  }
+  if (e.kind === 'call' && e.name === 'tolerance_match' && sidesOf(e.args[2]).size === 0) {
+    out.push(...toleranceBand(e.args[0], e.args[1], e.args[2], false, c.text))
+  }
+  return out
+}
+
+function toleranceBand(a: Expr, b: Expr, t: Expr, strict: boolean, text: string): RangeBound[] {
+  const pos = t.pos
+  for (const [col, center] of [
+    [b, a],
+    [a, b],
+  ] as const) {
+    if (col.kind === 'column' && only(center, col.side === 'l' ? 'r' : 'l')) {
+      return [
+        {
+          side: col.side,
+          column: col.name,
+          lo: { kind: 'arith', op: '-', left: center, right: t, pos },
+          hi: { kind: 'arith', op: '+', left: center, right: t, pos },
+          loStrict: strict,
+          hiStrict: strict,
+          text,
+        },
+      ]
+    }
+  }
+  return []
+}
+
+function flip(op: CompareOp): CompareOp {
+  return op === '<' ? '>' : op === '<=' ? '>=' : op === '>' ? '<' : op === '>=' ? '<=' : op
+}
+
+/** The first column, in the order written, with both bounds (a closed band); otherwise the first bounded one. */
+function chooseBand(conjuncts: Conjunct[]): Band | undefined {
+  const byColumn = new Map<string, Band>()
+  for (const c of conjuncts) {
+    for (const r of rangesOf(c)) {
+      const key = `${r.side}.${r.column}`
+      const band = byColumn.get(key) ?? { side: r.side, column: r.column, loStrict: false, hiStrict: false, texts: [] }
+      if (r.lo && !band.lo) {
+        band.lo = r.lo
+        band.loStrict = r.loStrict
+      }
+      if (r.hi && !band.hi) {
+        band.hi = r.hi
+        band.hiStrict = r.hiStrict
+      }
+      if (!band.texts.includes(r.text)) band.texts.push(r.text)
+      byColumn.set(key, band)
+    }
+  }
+  const bands = [...byColumn.values()]
+  return bands.find((b) => b.lo && b.hi) ?? bands[0]
+}
+
+/** Finds which l/r column pairs the predicate compares, by type: amounts, dates, names. */
+function describePairs(
+  conjuncts: Conjunct[],
+  plan: PassPlan,
+  types: (side: Side, column: string) => string | undefined,
+): void {
+  for (const c of conjuncts) {
+    const cols: { side: Side; name: string }[] = []
+    collectColumns(c.expr, cols)
+    const left = cols.filter((x) => x.side === 'l')
+    const right = cols.filter((x) => x.side === 'r')
+    for (const l of left) {
+      for (const r of right) {
+        const lt = types('l', l.name)
+        const rt = types('r', r.name)
+        const numeric = (t?: string) => t === 'decimal' || t === 'integer' || t === 'float'
+        const temporal = (t?: string) => t === 'date' || t === 'timestamp'
+        if (!plan.amount && numeric(lt) && numeric(rt) && (lt === 'decimal' || rt === 'decimal'))
+          plan.amount = { l: l.name, r: r.name }
+        if (!plan.date && temporal(lt) && temporal(rt)) plan.date = { l: l.name, r: r.name }
+        if (!plan.similarity && lt === 'string' && rt === 'string' && c.expr.kind !== 'compare')
+          plan.similarity = { l: l.name, r: r.name }
+      }
+    }
+  }
+}
+
+function collectColumns(e: Expr, out: { side: Side; name: string }[]): void {
+  if (e.kind === 'column') {
+    out.push({ side: e.side, name: e.name })
+    return
+  }
+  for (const v of Object.values(e)) {
+    if (v && typeof v === 'object') {
+      if (Array.isArray(v))
+        for (const x of v) if (x && typeof x === 'object' && 'kind' in x) collectColumns(x as Expr, out)
+      if ('kind' in v && 'pos' in v) collectColumns(v as Expr, out)
+    }
+  }
+}

@@ -1,0 +1,116 @@
+// Scores and deltas of candidate pairs, from the columns the predicate compares: closeness of
+// amounts (relative to the amount), of dates (within a month), and name similarity. A score is
+// in 0..1, 1 for identical amounts and dates. Deltas are numbers: the amount delta in exact units
+// at the pass's amount scale (left minus right), the date delta in days (right minus left).
+
+import type { Expr } from '../recipes/predicate.js'
+import type { ExprCompiler } from './compile.js'
+import type { PassPlan } from './plan.js'
+import { trigramSimilarity } from './runtime.js'
+
+const DAY_MS = 86_400_000
+const col = (side: 'l' | 'r', name: string): Expr => ({ kind: 'column', side, name, pos: { start: 0, end: 0 } })
+
+type Reader<T> = (row: number) => T | null
+
+export interface PairScorer {
+  score(i: number, j: number): number
+  /** Scale of amount deltas; -1 when the amounts are floats (deltas are then plain numbers). */
+  amountScale: number
+  /** Left amount minus right amount (sums for groups), or NaN when there is no amount pair or a NULL. */
+  amountDelta(left: ArrayLike<number>, right: ArrayLike<number>): number
+  pairAmountDelta(i: number, j: number): number
+  /** Right date minus left date in days (first record of each side), or NaN. */
+  days(i: number, j: number): number
+}
+
+export function scorer(plan: PassPlan, compiler: ExprCompiler): PairScorer {
+  let amountL: Reader<number> | undefined
+  let amountR: Reader<number> | undefined
+  let amountScale = 0
+  if (plan.amount) {
+    const [l, r, common] = compiler.operands(col('l', plan.amount.l), col('r', plan.amount.r))
+    amountL = compiler.build('i', l.code)
+    amountR = compiler.build('j', r.code)
+    amountScale = common.kind === 'decimal' ? (common.scale ?? 0) : common.kind === 'float' ? -1 : 0
+  }
+  let dateL: Reader<number> | undefined
+  let dateR: Reader<number> | undefined
+  let dateUnit = 1
+  if (plan.date) {
+    const [l, r, common] = compiler.operands(col('l', plan.date.l), col('r', plan.date.r))
+    dateL = compiler.build('i', l.code)
+    dateR = compiler.build('j', r.code)
+    dateUnit = common.kind === 'timestamp' ? DAY_MS : 1
+  }
+  let nameL: Reader<string> | undefined
+  let nameR: Reader<string> | undefined
+  if (plan.similarity) {
+    nameL = compiler.build('i', compiler.compile(col('l', plan.similarity.l)).code)
+    nameR = compiler.build('j', compiler.compile(col('r', plan.similarity.r)).code)
+  }
+  const amountUnit = amountScale < 0 ? 0.01 : 1
+
+  const score = (i: number, j: number): number => {
+    let total = 0
+    let parts = 0
+    if (amountL && amountR) {
+      const a = amountL(i)
+      const b = amountR(j)
+      if (a !== null && b !== null) {
+        total += 1 - Math.min(1, Math.abs(a - b) / Math.max(Math.abs(a) * 0.05, amountUnit))
+        parts++
+      }
+    }
+    if (dateL && dateR) {
+      const a = dateL(i)
+      const b = dateR(j)
+      if (a !== null && b !== null) {
+        total += 1 - Math.min(1, Math.abs(b - a) / dateUnit / 31)
+        parts++
+      }
+    }
+    if (nameL && nameR) {
+      const a = nameL(i)
+      const b = nameR(j)
+      if (a !== null && b !== null) {
+        total += trigramSimilarity(a, b)
+        parts++
+      }
+    }
+    return parts === 0 ? 1 : total / parts
+  }
+
+  const amountDelta = (left: ArrayLike<number>, right: ArrayLike<number>): number => {
+    if (!amountL || !amountR) return Number.NaN
+    let sum = 0
+    for (let k = 0; k < left.length; k++) {
+      const v = amountL(left[k])
+      if (v === null) return Number.NaN
+      sum += v
+    }
+    for (let k = 0; k < right.length; k++) {
+      const v = amountR(right[k])
+      if (v === null) return Number.NaN
+      sum -= v
+    }
+    return sum
+  }
+
+  const pairAmountDelta = (i: number, j: number): number => {
+    if (!amountL || !amountR) return Number.NaN
+    const a = amountL(i)
+    const b = amountR(j)
+    return a === null || b === null ? Number.NaN : a - b
+  }
+
+  const days = (i: number, j: number): number => {
+    if (!dateL || !dateR) return Number.NaN
+    const a = dateL(i)
+    const b = dateR(j)
+    if (a === null || b === null) return Number.NaN
+    return Math.round(((b - a) / dateUnit) * 1000) / 1000
+  }
+
+  return { score, amountScale, amountDelta, pairAmountDelta, days }
+}

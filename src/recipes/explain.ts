@@ -1,0 +1,105 @@
+// `explain`: how each pass of a (valid) recipe will run — its phase in the pass DAG, the hash
+// keys or band it joins on, and the residual conjuncts checked on each candidate pair.
+
+import { orderPasses } from '../engine/passes.js'
+import { type PassPlan, planPass } from '../engine/plan.js'
+import { parsePredicate } from './predicate.js'
+import { printExpr } from './print.js'
+import type { Pattern, Recipe } from './schema.js'
+import type { Schemas } from './types.js'
+
+export interface PassExplain {
+  name: string
+  pattern: Pattern
+  /** Depth in the pass DAG: passes of one phase only depend on earlier phases. */
+  phase: number
+  after: string[]
+  join: 'hash' | 'band'
+  hash_keys: { left: string; right: string }[]
+  band: {
+    column: string
+    lower: string | null
+    upper: string | null
+    lower_inclusive: boolean
+    upper_inclusive: boolean
+    from: string[]
+  } | null
+  residuals: string[]
+  aggregate: { sum: string; equals: string; tolerance: string; max_group: number } | null
+  scoring: { amount: string | null; date: string | null; similarity: string | null }
+}
+
+export interface ExplainReply {
+  passes: PassExplain[]
+  text: string
+}
+
+export function explainRecipe(recipe: Recipe, schemas: Schemas): ExplainReply {
+  const order = orderPasses(recipe.passes)
+  const phaseOf = new Map<string, number>()
+  order.phases.forEach((names, n) => names.forEach((name) => phaseOf.set(name, n + 1)))
+  const passes = recipe.passes.map((pass): PassExplain => {
+    const plan = planPass(
+      parsePredicate(pass.when),
+      pass.when,
+      (side, c) => schemas[side].find((x) => x.name === c)?.type,
+    )
+    return {
+      name: pass.name,
+      pattern: pass.pattern,
+      phase: phaseOf.get(pass.name)!,
+      after: order.dependencies.get(pass.name)!,
+      join: plan.keys.length ? 'hash' : 'band',
+      hash_keys: plan.keys.map((k) => ({ left: printExpr(k.left), right: printExpr(k.right) })),
+      band: bandOf(plan),
+      residuals: plan.residuals.map((c) => c.text),
+      aggregate: pass.aggregate
+        ? {
+            sum: pass.aggregate.sum,
+            equals: pass.aggregate.equals,
+            tolerance: String(pass.aggregate.tolerance ?? 0),
+            max_group: pass.aggregate.max_group ?? 5,
+          }
+        : null,
+      scoring: {
+        amount: plan.amount ? `l.${plan.amount.l} - r.${plan.amount.r}` : null,
+        date: plan.date ? `r.${plan.date.r} - l.${plan.date.l} (days)` : null,
+        similarity: plan.similarity ? `similarity(l.${plan.similarity.l}, r.${plan.similarity.r})` : null,
+      },
+    }
+  })
+  return { passes, text: passes.map(passText).join('\n\n') }
+}
+
+function bandOf(plan: PassPlan): PassExplain['band'] {
+  if (plan.keys.length || !plan.band) return null
+  const b = plan.band
+  return {
+    column: `${b.side}.${b.column}`,
+    lower: b.lo ? printExpr(b.lo) : null,
+    upper: b.hi ? printExpr(b.hi) : null,
+    lower_inclusive: !b.loStrict,
+    upper_inclusive: !b.hiStrict,
+    from: b.texts,
+  }
+}
+
+function passText(p: PassExplain): string {
+  const lines = [
+    `pass ${p.name} (${p.pattern}), phase ${p.phase}${p.after.length ? `, after ${p.after.join(', ')}` : ''}`,
+  ]
+  if (p.join === 'hash') lines.push(`  hash join on ${p.hash_keys.map((k) => `${k.left} = ${k.right}`).join(', ')}`)
+  else if (p.band) {
+    const lo = p.band.lower === null ? '-∞' : `${p.band.lower_inclusive ? '[' : '('}${p.band.lower}`
+    const hi = p.band.upper === null ? '+∞' : `${p.band.upper}${p.band.upper_inclusive ? ']' : ')'}`
+    lines.push(`  band join: ${p.band.column} in ${lo}, ${hi}  (sorted, then searched per record)`)
+  }
+  lines.push(`  residual: ${p.residuals.length ? p.residuals.join(' AND ') : 'none'}`)
+  if (p.aggregate)
+    lines.push(
+      `  groups: sum(${p.aggregate.sum}) = ${p.aggregate.equals} ± ${p.aggregate.tolerance}, at most ${p.aggregate.max_group} records`,
+    )
+  const scoring = [p.scoring.amount, p.scoring.date, p.scoring.similarity].filter(Boolean)
+  if (scoring.length) lines.push(`  score from: ${scoring.join('; ')}`)
+  return lines.join('\n')
+}

@@ -1,0 +1,199 @@
+// The recipe (DESIGN §2): which two sources, their keys and scopes, and the passes that match them.
+
+import { type Static, Type } from 'typebox'
+
+export const PATTERNS = ['1:1', '1:N', 'N:1', 'N:M'] as const
+export type Pattern = (typeof PATTERNS)[number]
+
+export const AggregateSchema = Type.Object(
+  {
+    sum: Type.String({ description: 'the column summed over the group, e.g. r.total_amount (1:N) or l.amount (N:1)' }),
+    equals: Type.String({ description: "what the sum must equal: the other side's amount column, e.g. l.amount" }),
+    tolerance: Type.Optional(
+      Type.Union([Type.Number({ minimum: 0 }), Type.String({ pattern: '^\\d+(\\.\\d+)?$' })], { default: 0 }),
+    ),
+    max_group: Type.Optional(Type.Integer({ minimum: 2, maximum: 12, default: 5 })),
+  },
+  { $id: 'RecipeAggregate', additionalProperties: false },
+)
+
+export const PassSchema = Type.Object(
+  {
+    name: Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_\\-]{0,62}$' }),
+    pattern: Type.Union(PATTERNS.map((p) => Type.Literal(p))),
+    when: Type.String({
+      minLength: 1,
+      description: 'a boolean predicate over l. and r. columns (PostgreSQL syntax subset)',
+    }),
+    after: Type.Optional(
+      Type.Array(Type.String(), { description: 'passes that must run first (default: the pass written before)' }),
+    ),
+    aggregate: Type.Optional(Type.Ref('RecipeAggregate')),
+  },
+  { $id: 'RecipePass', additionalProperties: false },
+)
+
+export const SideSchema = Type.Object(
+  {
+    source: Type.String({ description: 'a registered source alias' }),
+    key: Type.Array(Type.String(), { minItems: 1, description: 'columns identifying a record in the evidence' }),
+    scope: Type.Optional(Type.Array(Type.Ref('FilterCondition'), { default: [] })),
+  },
+  { $id: 'RecipeSide', additionalProperties: false },
+)
+
+export const RecipeSchema = Type.Object(
+  {
+    version: Type.Optional(
+      Type.Integer({ minimum: 1, description: 'the saved version; set by the service when the recipe is saved' }),
+    ),
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    description: Type.Optional(Type.String()),
+    left: Type.Ref('RecipeSide'),
+    right: Type.Ref('RecipeSide'),
+    passes: Type.Array(Type.Ref('RecipePass'), { minItems: 1 }),
+  },
+  { $id: 'Recipe', additionalProperties: false },
+)
+
+export interface RecipeAggregate {
+  sum: string
+  equals: string
+  tolerance?: number | string
+  max_group?: number
+}
+export interface RecipePass {
+  name: string
+  pattern: Pattern
+  when: string
+  after?: string[]
+  aggregate?: RecipeAggregate
+}
+export interface RecipeSide {
+  source: string
+  key: string[]
+  scope?: import('../engine/types.js').FilterCondition[]
+}
+export interface Recipe {
+  version?: number
+  name: string
+  description?: string
+  left: RecipeSide
+  right: RecipeSide
+  passes: RecipePass[]
+}
+
+export const recipeSchemas = [AggregateSchema, PassSchema, SideSchema, RecipeSchema]
+export type RecipeStatic = Static<typeof RecipeSchema>
+
+// ---- wire schemas of the recipes API --------------------------------------------------------
+
+const Position = Type.Object(
+  { start: Type.Integer(), end: Type.Integer() },
+  { description: 'character offsets into the pass\'s "when"' },
+)
+
+export const ValidationIssueSchema = Type.Object(
+  {
+    pass: Type.Union([Type.String(), Type.Null()], { description: 'the pass, or null for the recipe as a whole' }),
+    code: Type.String({
+      description:
+        'unknown_column, unknown_source, type_mismatch, unknown_function, syntax_error, no_usable_join, pass_cycle, …',
+    }),
+    message: Type.String(),
+    position: Type.Optional(Position),
+    suggestion: Type.Optional(Type.String()),
+  },
+  { $id: 'ValidationIssue' },
+)
+
+export const ValidationReportSchema = Type.Object(
+  {
+    valid: Type.Boolean(),
+    issues: Type.Array(Type.Ref('ValidationIssue')),
+    suggestions: Type.Array(Type.String()),
+  },
+  { $id: 'ValidationReport' },
+)
+
+export const RecipeViewSchema = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    version: Type.Integer({ description: 'the version shown' }),
+    latest_version: Type.Integer(),
+    recipe: Type.Ref('Recipe'),
+    created_at: Type.String({ format: 'date-time', description: 'when this version was saved' }),
+    updated_at: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'RecipeView' },
+)
+
+export const RecipeListSchema = Type.Object(
+  {
+    recipes: Type.Array(
+      Type.Object({
+        id: Type.String(),
+        name: Type.String(),
+        latest_version: Type.Integer(),
+        created_at: Type.String({ format: 'date-time' }),
+        updated_at: Type.String({ format: 'date-time' }),
+      }),
+    ),
+  },
+  { $id: 'RecipeList' },
+)
+
+const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()])
+
+export const ExplainReplySchema = Type.Object(
+  {
+    passes: Type.Array(
+      Type.Object({
+        name: Type.String(),
+        pattern: Type.String(),
+        phase: Type.Integer({ description: 'depth in the pass DAG, from 1' }),
+        after: Type.Array(Type.String()),
+        join: Type.Union([Type.Literal('hash'), Type.Literal('band')]),
+        hash_keys: Type.Array(Type.Object({ left: Type.String(), right: Type.String() })),
+        band: Type.Union([
+          Type.Object({
+            column: Type.String(),
+            lower: Nullable(Type.String()),
+            upper: Nullable(Type.String()),
+            lower_inclusive: Type.Boolean(),
+            upper_inclusive: Type.Boolean(),
+            from: Type.Array(Type.String()),
+          }),
+          Type.Null(),
+        ]),
+        residuals: Type.Array(Type.String()),
+        aggregate: Type.Union([
+          Type.Object({
+            sum: Type.String(),
+            equals: Type.String(),
+            tolerance: Type.String(),
+            max_group: Type.Integer(),
+          }),
+          Type.Null(),
+        ]),
+        scoring: Type.Object({
+          amount: Nullable(Type.String()),
+          date: Nullable(Type.String()),
+          similarity: Nullable(Type.String()),
+        }),
+      }),
+    ),
+    text: Type.String({ description: 'the plan as readable text' }),
+  },
+  { $id: 'ExplainReply' },
+)
+
+export const recipeWireSchemas = [
+  ...recipeSchemas,
+  ValidationIssueSchema,
+  ValidationReportSchema,
+  RecipeViewSchema,
+  RecipeListSchema,
+  ExplainReplySchema,
+]

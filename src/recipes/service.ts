@@ -1,0 +1,214 @@
+// Recipes: saved, versioned, validated against the registered sources before they are stored.
+// An update adds a version; every version stays readable, so a run can name the one it used.
+
+import { randomUUID } from 'node:crypto'
+import type { FastifyBaseLogger } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Kysely } from 'kysely'
+import type { Database, RecipeRow } from '../db/schema.js'
+import { nearestNames } from '../engine/similarity.js'
+import { ConcordError, notFound } from '../errors.js'
+import { FilterConditionSchema } from '../sources/schemas.js'
+import type { SourcesService } from '../sources/service.js'
+import { type ExplainReply, explainRecipe } from './explain.js'
+import type { Recipe } from './schema.js'
+import type { Schemas } from './types.js'
+import { structuralIssues, type ValidationIssue, type ValidationReport, validateRecipe } from './validate.js'
+
+export interface RecipeView {
+  id: string
+  name: string
+  version: number
+  latest_version: number
+  recipe: Recipe
+  created_at: string
+  updated_at: string
+}
+
+export interface RecipeListItem {
+  id: string
+  name: string
+  latest_version: number
+  created_at: string
+  updated_at: string
+}
+
+export class RecipesService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly sources: SourcesService,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  /** The column schemas of the recipe's two sources, or issues naming the sources that do not exist. */
+  async schemasOf(recipe: Recipe): Promise<{ schemas?: Schemas; issues: ValidationIssue[] }> {
+    const known = await this.sources.list()
+    const issues: ValidationIssue[] = []
+    const columns = (side: 'left' | 'right') => {
+      const alias = recipe[side].source
+      const source = known.find((s) => s.alias === alias)
+      if (source) return source.columns
+      const near = nearestNames(
+        alias,
+        known.map((s) => s.alias),
+      )
+      issues.push({
+        pass: null,
+        code: 'unknown_source',
+        message: `${side} source "${alias}" is not registered`,
+        suggestion: near.length
+          ? `did you mean ${near.map((n) => `"${n}"`).join(', ')}?`
+          : 'register it with POST /api/sources',
+      })
+      return undefined
+    }
+    const l = columns('left')
+    const r = columns('right')
+    return l && r ? { schemas: { l, r }, issues } : { issues }
+  }
+
+  async validate(input: unknown): Promise<ValidationReport> {
+    const structural = structuralIssues(input, { FilterCondition: FilterConditionSchema })
+    if (structural.length) return report(structural)
+    const recipe = input as Recipe
+    const { schemas, issues } = await this.schemasOf(recipe)
+    if (!schemas) return report(issues)
+    return validateRecipe(recipe, schemas)
+  }
+
+  /** Validates, or throws `invalid_recipe` (400) carrying every issue. */
+  async checked(input: unknown): Promise<{ recipe: Recipe; schemas: Schemas }> {
+    const result = await this.validate(input)
+    if (!result.valid) {
+      const first = result.issues[0]
+      throw new ConcordError(
+        'invalid_recipe',
+        `the recipe has ${result.issues.length} issue${result.issues.length === 1 ? '' : 's'}; first: ${first.pass ? `pass ${first.pass}: ` : ''}${first.message}`,
+        400,
+        first.suggestion ?? 'POST /api/recipes/validate lists every issue',
+        { issues: result.issues },
+      )
+    }
+    const recipe = input as Recipe
+    const { schemas } = await this.schemasOf(recipe)
+    return { recipe, schemas: schemas! }
+  }
+
+  async explain(input: unknown): Promise<ExplainReply> {
+    const { recipe, schemas } = await this.checked(input)
+    return explainRecipe(recipe, schemas)
+  }
+
+  async create(input: unknown): Promise<RecipeView> {
+    const { recipe } = await this.checked(input)
+    const id = randomUUID()
+    await this.db.transaction().execute(async (tx) => {
+      await tx.insertInto('recipes').values({ id, name: recipe.name, latest_version: 1 }).execute()
+      await tx
+        .insertInto('recipe_versions')
+        .values({ recipe_id: id, version: 1, body: JSON.stringify({ ...recipe, version: 1 }) })
+        .execute()
+    })
+    this.log.info({ recipe_id: id, name: recipe.name }, 'recipe created')
+    return this.get(id)
+  }
+
+  /** A new version of an existing recipe; the earlier versions stay as they were. */
+  async update(id: string, input: unknown): Promise<RecipeView> {
+    await this.row(id)
+    const { recipe } = await this.checked(input)
+    const version = await this.db.transaction().execute(async (tx) => {
+      // the row lock makes concurrent updates take consecutive versions
+      const current = await tx
+        .selectFrom('recipes')
+        .select('latest_version')
+        .where('id', '=', id)
+        .forUpdate()
+        .executeTakeFirstOrThrow()
+      const next = current.latest_version + 1
+      await tx
+        .insertInto('recipe_versions')
+        .values({ recipe_id: id, version: next, body: JSON.stringify({ ...recipe, version: next }) })
+        .execute()
+      await tx
+        .updateTable('recipes')
+        .set({ name: recipe.name, latest_version: next, updated_at: new Date() })
+        .where('id', '=', id)
+        .execute()
+      return next
+    })
+    this.log.info({ recipe_id: id, version }, 'recipe updated')
+    return this.get(id, version)
+  }
+
+  async list(): Promise<RecipeListItem[]> {
+    const rows = await this.db.selectFrom('recipes').selectAll().orderBy('name').orderBy('created_at').execute()
+    return rows.map((r) => ({
+      id: r.id,
+      name: r.name,
+      latest_version: r.latest_version,
+      created_at: iso(r.created_at),
+      updated_at: iso(r.updated_at),
+    }))
+  }
+
+  async get(id: string, version?: number): Promise<RecipeView> {
+    const row = await this.row(id)
+    const v = version ?? row.latest_version
+    const body = await this.db
+      .selectFrom('recipe_versions')
+      .selectAll()
+      .where('recipe_id', '=', id)
+      .where('version', '=', v)
+      .executeTakeFirst()
+    if (!body) {
+      throw new ConcordError(
+        'recipe_version_not_found',
+        `recipe "${id}" has no version ${v}`,
+        404,
+        `its versions are 1 to ${row.latest_version}`,
+      )
+    }
+    return {
+      id,
+      name: body.body.name,
+      version: v,
+      latest_version: row.latest_version,
+      recipe: body.body,
+      created_at: iso(body.created_at),
+      updated_at: iso(row.updated_at),
+    }
+  }
+
+  async remove(id: string): Promise<void> {
+    await this.row(id)
+    await this.db.deleteFrom('recipes').where('id', '=', id).execute()
+    this.log.info({ recipe_id: id }, 'recipe deleted')
+  }
+
+  private async row(id: string): Promise<RecipeRow> {
+    const row = await this.db.selectFrom('recipes').selectAll().where('id', '=', id).executeTakeFirst()
+    if (!row) throw notFound('recipe', id, 'GET /api/recipes lists the saved recipes')
+    return row
+  }
+}
+
+function report(issues: ValidationIssue[]): ValidationReport {
+  const suggestions = [...new Set(issues.flatMap((i) => (i.suggestion ? [i.suggestion] : [])))]
+  return { valid: issues.length === 0, issues, suggestions }
+}
+
+const iso = (d: Date | string) => new Date(d).toISOString()
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    recipes: RecipesService
+  }
+}
+
+export default fp(
+  async (app) => {
+    app.decorate('recipes', new RecipesService(app.db, app.sources, app.log))
+  },
+  { name: 'recipes', dependencies: ['db', 'sources'] },
+)

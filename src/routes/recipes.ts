@@ -1,0 +1,107 @@
+// /api/recipes: thin routes over the recipes service.
+
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+
+const errors = { 400: Type.Ref('ErrorReply'), 404: Type.Ref('ErrorReply') }
+const IdParams = Type.Object({ id: Type.String() })
+const AnyRecipe = Type.Object(
+  {},
+  {
+    additionalProperties: true,
+    description: 'a recipe (see the Recipe schema); structural problems are reported as issues',
+  },
+)
+
+const routes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post(
+    '/api/recipes',
+    {
+      schema: {
+        tags: ['recipes'],
+        summary: 'Save a new recipe (version 1), after validating it against the registered sources',
+        body: Type.Ref('Recipe'),
+        response: { 201: Type.Ref('RecipeView'), ...errors },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await app.recipes.create(request.body)),
+  )
+
+  app.put(
+    '/api/recipes/:id',
+    {
+      schema: {
+        tags: ['recipes'],
+        summary: 'Save a new version of a recipe; earlier versions stay readable',
+        params: IdParams,
+        body: Type.Ref('Recipe'),
+        response: { 200: Type.Ref('RecipeView'), ...errors },
+      },
+    },
+    async (request) => app.recipes.update(request.params.id, request.body),
+  )
+
+  app.get(
+    '/api/recipes',
+    { schema: { tags: ['recipes'], summary: 'List recipes', response: { 200: Type.Ref('RecipeList') } } },
+    async () => ({ recipes: await app.recipes.list() }),
+  )
+
+  app.get(
+    '/api/recipes/:id',
+    {
+      schema: {
+        tags: ['recipes'],
+        summary: 'A recipe: its latest version, or the one asked for',
+        params: IdParams,
+        querystring: Type.Object({ version: Type.Optional(Type.Integer({ minimum: 1 })) }),
+        response: { 200: Type.Ref('RecipeView'), ...errors },
+      },
+    },
+    async (request) => app.recipes.get(request.params.id, request.query.version),
+  )
+
+  app.delete(
+    '/api/recipes/:id',
+    {
+      schema: {
+        tags: ['recipes'],
+        summary: 'Delete a recipe and all its versions',
+        params: IdParams,
+        response: { 204: Type.Null(), ...errors },
+      },
+    },
+    async (request, reply) => {
+      await app.recipes.remove(request.params.id)
+      return reply.code(204).send(null)
+    },
+  )
+
+  app.post(
+    '/api/recipes/validate',
+    {
+      schema: {
+        tags: ['recipes'],
+        summary: 'Check a recipe without saving it: every issue, with its pass, code and position',
+        body: AnyRecipe,
+        response: { 200: Type.Ref('ValidationReport') },
+      },
+    },
+    async (request) => app.recipes.validate(request.body),
+  )
+
+  app.post(
+    '/api/recipes/explain',
+    {
+      schema: {
+        tags: ['recipes'],
+        summary: 'How each pass will run: hash keys or band, residual predicates, phase in the pass DAG',
+        body: AnyRecipe,
+        response: { 200: Type.Ref('ExplainReply'), ...errors },
+      },
+    },
+    async (request) => app.recipes.explain(request.body),
+  )
+}
+
+export default routes

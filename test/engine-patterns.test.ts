@@ -1,0 +1,325 @@
+// The engine's matching behaviour on small literal tables: 1:1 assignment by global best score
+// with ties flagged, 1:N / N:1 by bounded subset sums, N:M groups, the pass DAG, exact money, and
+// the evidence of unmatched records.
+
+import t from 'tap'
+import { orderPasses, PassGraphError } from '../src/engine/passes.js'
+import { pairs, partitionProblems, runRows } from './helpers/engine.js'
+
+const AMOUNT_AND_DATE =
+  "l.ref = r.ref AND ABS(l.amount - r.amount) <= 0.01 AND r.date BETWEEN l.date - INTERVAL '5 days' AND l.date + INTERVAL '5 days'"
+
+t.test('1:1 takes the best-scored pairs globally, not the first found', async (t) => {
+  const e = runRows(
+    [{ name: 'p', pattern: '1:1', when: AMOUNT_AND_DATE }],
+    [
+      { id: 'L1', ref: 'A', amount: '100.00', date: '2024-01-10' },
+      { id: 'L2', ref: 'A', amount: '100.00', date: '2024-01-12' },
+    ],
+    [
+      { id: 'R1', ref: 'A', amount: '100.00', date: '2024-01-12' },
+      { id: 'R2', ref: 'A', amount: '100.00', date: '2024-01-10' },
+    ],
+  )
+  // first-found would pair L1 with R1 (2 days apart); the best pairs are 0 days apart
+  t.same(pairs(e), ['L1|R2', 'L2|R1'])
+  t.ok(e.matches.every((m) => !m.ambiguous && m.score === 1 && m.deltas.days === 0 && m.deltas.amount === '0.00'))
+})
+
+t.test('a true tie is one ambiguous match held for review, not an arbitrary choice', async (t) => {
+  const e = runRows(
+    [{ name: 'p', pattern: '1:1', when: AMOUNT_AND_DATE }],
+    [
+      { id: 'L1', ref: 'A', amount: '100.00', date: '2024-01-10' },
+      { id: 'L2', ref: 'B', amount: '50.00', date: '2024-01-10' },
+    ],
+    [
+      { id: 'R1', ref: 'A', amount: '100.00', date: '2024-01-10' },
+      { id: 'R2', ref: 'A', amount: '100.00', date: '2024-01-10' },
+      { id: 'R3', ref: 'B', amount: '50.00', date: '2024-01-11' },
+    ],
+  )
+  t.same(pairs(e), ['L1|R1+R2', 'L2|R3'])
+  const tie = e.matches.find((m) => m.left_keys[0] === 'L1')!
+  t.equal(tie.ambiguous, true)
+  t.equal(e.result.summary.ambiguous, 1)
+  t.equal(e.matches.find((m) => m.left_keys[0] === 'L2')!.ambiguous, false)
+  t.same(partitionProblems(e, 2, 3), [])
+})
+
+t.test('1:N finds the subset that sums to the amount, not all candidates', async (t) => {
+  const split = {
+    name: 'split',
+    pattern: '1:N' as const,
+    when: 'l.customer = r.customer',
+    aggregate: { sum: 'r.amount', equals: 'l.amount', tolerance: 0.01, max_group: 5 },
+  }
+  const e = runRows(
+    [split],
+    [{ id: 'P1', customer: 'C1', amount: '100.00' }],
+    [
+      { id: 'I1', customer: 'C1', amount: '60.00' },
+      { id: 'I2', customer: 'C1', amount: '30.00' },
+      { id: 'I3', customer: 'C1', amount: '40.00' },
+      { id: 'I4', customer: 'C1', amount: '25.00' },
+    ],
+  )
+  t.same(pairs(e), ['P1|I1+I3'])
+  t.same(
+    e.unmatchedRight.map((u) => u.record_key),
+    ['I2', 'I4'],
+  )
+  t.equal(e.matches[0].pattern, '1:N')
+  t.equal(e.matches[0].deltas.amount, '0.00')
+
+  // a sum off by a cent is within tolerance, and the delta says so
+  const cents = runRows(
+    [split],
+    [{ id: 'P1', customer: 'C1', amount: '100.00' }],
+    [
+      { id: 'I1', customer: 'C1', amount: '33.33' },
+      { id: 'I2', customer: 'C1', amount: '33.33' },
+      { id: 'I3', customer: 'C1', amount: '33.33' },
+    ],
+  )
+  t.same(pairs(cents), ['P1|I1+I2+I3'])
+  t.equal(cents.matches[0].deltas.amount, '0.01')
+})
+
+t.test('1:N respects max_group', async (t) => {
+  const rights = [1, 2, 3, 4, 5].map((n) => ({ id: `I${n}`, customer: 'C1', amount: '20.00' }))
+  const pass = (max: number) => ({
+    name: 'split',
+    pattern: '1:N' as const,
+    when: 'l.customer = r.customer',
+    aggregate: { sum: 'r.amount', equals: 'l.amount', max_group: max },
+  })
+  const left = [{ id: 'P1', customer: 'C1', amount: '100.00' }]
+  t.same(pairs(runRows([pass(4)], left, rights)), [], 'five parts do not fit a group of four')
+  t.same(pairs(runRows([pass(5)], left, rights)), ['P1|I1+I2+I3+I4+I5'])
+})
+
+t.test('N:1 mirrors 1:N: several left records against one right record', async (t) => {
+  const e = runRows(
+    [
+      {
+        name: 'batch',
+        pattern: 'N:1',
+        when: 'l.batch = r.batch',
+        aggregate: { sum: 'l.amount', equals: 'r.total', tolerance: '0' },
+      },
+    ],
+    [
+      { id: 'T1', batch: 'B1', amount: '10.50' },
+      { id: 'T2', batch: 'B1', amount: '20.25' },
+      { id: 'T3', batch: 'B1', amount: '99.00' },
+    ],
+    [{ id: 'S1', batch: 'B1', total: '30.75' }],
+  )
+  t.same(pairs(e), ['T1+T2|S1'])
+  t.same(
+    e.unmatchedLeft.map((u) => u.record_key),
+    ['T3'],
+  )
+})
+
+t.test('N:M matches groups on both sides whose sums agree', async (t) => {
+  const e = runRows(
+    [
+      {
+        name: 'monthly',
+        pattern: 'N:M',
+        when: "l.customer = r.customer AND DATE_TRUNC('month', l.date) = DATE_TRUNC('month', r.date)",
+        aggregate: { sum: 'r.amount', equals: 'l.amount', tolerance: 0.5 },
+      },
+    ],
+    [
+      { id: 'L1', customer: 'C1', date: '2024-01-03', amount: '50.00' },
+      { id: 'L2', customer: 'C1', date: '2024-01-20', amount: '50.00' },
+      { id: 'L3', customer: 'C2', date: '2024-01-05', amount: '10.00' },
+      { id: 'L4', customer: 'C1', date: '2024-02-01', amount: '70.00' },
+    ],
+    [
+      { id: 'R1', customer: 'C1', date: '2024-01-31', amount: '30.00' },
+      { id: 'R2', customer: 'C1', date: '2024-01-02', amount: '70.00' },
+      { id: 'R3', customer: 'C2', date: '2024-01-09', amount: '11.00' },
+    ],
+  )
+  t.same(pairs(e), ['L1+L2|R1+R2'], 'C2 differs by 1.00, more than the tolerance; L4 is another month')
+  t.same(
+    e.unmatchedLeft.map((u) => u.record_key),
+    ['L3', 'L4'],
+  )
+  t.same(
+    e.unmatchedRight.map((u) => u.record_key),
+    ['R3'],
+  )
+})
+
+t.test('passes run in DAG order and each sees only what earlier passes left', async (t) => {
+  const e = runRows(
+    [
+      { name: 'loose', pattern: '1:1', when: 'l.ref = r.ref', after: ['exact'] },
+      { name: 'exact', pattern: '1:1', when: 'l.ref = r.ref AND l.amount = r.amount', after: [] },
+    ],
+    [
+      { id: 'L1', ref: 'A', amount: '10.00' },
+      { id: 'L2', ref: 'B', amount: '20.00' },
+    ],
+    [
+      { id: 'R1', ref: 'A', amount: '10.00' },
+      { id: 'R2', ref: 'B', amount: '25.00' },
+    ],
+  )
+  t.same(
+    e.matches.map((m) => `${m.pass}:${m.left_keys[0]}|${m.right_keys[0]}`),
+    ['exact:L1|R1', 'loose:L2|R2'],
+  )
+  const [loose, exact] = e.result.summary.passes
+  t.same([loose.matches, exact.matches], [1, 1])
+  t.same(loose.depends_on, ['exact'])
+  t.equal(e.result.summary.passes[0].left_amount, '20.00')
+})
+
+t.test('a cycle in `after` is rejected with its path', async (t) => {
+  const passes = [
+    { name: 'a', pattern: '1:1' as const, when: 'l.x = r.x', after: ['c'] },
+    { name: 'b', pattern: '1:1' as const, when: 'l.x = r.x', after: ['a'] },
+    { name: 'c', pattern: '1:1' as const, when: 'l.x = r.x', after: ['b'] },
+  ]
+  const err = t.throws(() => orderPasses(passes)) as PassGraphError
+  t.ok(err instanceof PassGraphError)
+  t.equal(err.code, 'pass_cycle')
+  t.match(err.message, /a → b → c → a|b → c → a → b|c → a → b → c/)
+  t.same(
+    orderPasses([
+      { name: 'x', pattern: '1:1', when: 'l.a = r.a' },
+      { name: 'y', pattern: '1:1', when: 'l.a = r.a', after: [] },
+      { name: 'z', pattern: '1:1', when: 'l.a = r.a', after: ['x', 'y'] },
+    ]).phases,
+    [['x', 'y'], ['z']],
+  )
+})
+
+t.test('a failing pass skips its dependents and fails the run cleanly', async (t) => {
+  const e = runRows(
+    [
+      { name: 'ok', pattern: '1:1', when: 'l.ref = r.ref' },
+      { name: 'broken', pattern: '1:1', when: 'l.ref = r.missing', after: ['ok'] },
+      { name: 'later', pattern: '1:1', when: 'l.ref = r.ref', after: ['broken'] },
+      { name: 'independent', pattern: '1:1', when: 'l.ref = r.ref', after: ['ok'] },
+    ],
+    [{ id: 'L1', ref: 'A' }],
+    [{ id: 'R1', ref: 'A' }],
+  )
+  const s = e.result.summary
+  t.equal(s.status, 'failed')
+  t.same(
+    s.passes.map((p) => [p.name, p.status]),
+    [
+      ['ok', 'done'],
+      ['broken', 'failed'],
+      ['later', 'skipped'],
+      ['independent', 'done'],
+    ],
+  )
+  t.match(s.passes[1].error, /missing/)
+  t.same(s.passes[2].blocked_by, ['broken'])
+  t.equal(e.matches.length, 0, 'a failed run commits no matches')
+  t.equal(s.matches, 0)
+})
+
+t.test('money is decimal-exact: no match lost to floating-point drift', async (t) => {
+  const tolerance = 'l.ref = r.ref AND ABS(l.amount - r.amount) <= 0.01'
+  const e = runRows(
+    [{ name: 'p', pattern: '1:1', when: tolerance }],
+    [
+      { id: 'L1', ref: 'A', amount: '12345.67' },
+      { id: 'L2', ref: 'B', amount: '99.99' },
+      { id: 'L3', ref: 'C', amount: '12345.67' },
+      { id: 'L4', ref: 'D', amount: '0.10' },
+    ],
+    [
+      { id: 'R1', ref: 'A', amount: '12345.66' },
+      { id: 'R2', ref: 'B', amount: '100.00' },
+      { id: 'R3', ref: 'C', amount: '12345.65' },
+      { id: 'R4', ref: 'D', amount: '0.11' },
+    ],
+  )
+  // 12345.67 - 12345.66 is 0.010000000000218 in binary floating point: it must still match
+  t.same(pairs(e), ['L1|R1', 'L2|R2', 'L4|R4'])
+  t.same(
+    e.matches.map((m) => m.deltas.amount),
+    ['0.01', '-0.01', '-0.01'],
+  )
+  t.same(
+    e.unmatchedLeft.map((u) => u.record_key),
+    ['L3'],
+  )
+  // 0.1 + 0.2 = 0.3 holds in decimals, as does a scale mix (0.3 vs 0.300)
+  const sum = runRows(
+    [{ name: 's', pattern: '1:1', when: 'l.ref = r.ref AND l.a + l.b = r.c' }],
+    [{ id: 'L', ref: 'X', a: '0.1', b: '0.2' }],
+    [{ id: 'R', ref: 'X', c: '0.300' }],
+  )
+  t.same(pairs(sum), ['L|R'])
+})
+
+t.test('unmatched records carry their closest candidate and the conjunct that rejected it', async (t) => {
+  const e = runRows(
+    [{ name: 'by_ref', pattern: '1:1', when: 'l.ref = r.ref AND ABS(l.amount - r.amount) <= 0.01' }],
+    [
+      { id: 'L1', ref: 'A', amount: '100.00' },
+      { id: 'L2', ref: 'Z', amount: '5.00' },
+    ],
+    [
+      { id: 'R1', ref: 'A', amount: '105.00' },
+      { id: 'R2', ref: 'Q', amount: '5.00' },
+    ],
+  )
+  t.same(e.matches, [])
+  const [l1, l2] = e.unmatchedLeft
+  t.same(l1.closest_candidate, 'R1')
+  t.same(l1.failed, { pass: 'by_ref', conjunct: 'ABS(l.amount - r.amount) <= 0.01' })
+  t.match(l1.reason, /closest candidate R1 failed ABS\(l\.amount - r\.amount\) <= 0\.01/)
+  t.equal(l2.closest_candidate, null)
+  t.same(l2.failed, { pass: 'by_ref', conjunct: 'l.ref = r.ref' })
+  t.match(l2.reason, /no right record shares its join/)
+  t.equal(e.unmatchedRight[0].closest_candidate, 'L1')
+})
+
+t.test('wrapped keys, band joins and NULLs', async (t) => {
+  const wrapped = runRows(
+    [{ name: 'p', pattern: '1:1', when: 'UPPER(TRIM(l.ref)) = r.ref' }],
+    [
+      { id: 'L1', ref: '  inv-7 ' },
+      { id: 'L2', ref: null },
+    ],
+    [
+      { id: 'R1', ref: 'INV-7' },
+      { id: 'R2', ref: null },
+    ],
+  )
+  t.same(pairs(wrapped), ['L1|R1'], 'NULL keys never match, not even each other')
+
+  const band = runRows(
+    [
+      {
+        name: 'window',
+        pattern: '1:1',
+        when: "r.date BETWEEN l.date AND l.date + INTERVAL '3 days' AND ABS(l.amount - r.amount) <= 0.01",
+      },
+    ],
+    [
+      { id: 'L1', date: '2024-03-01', amount: '10.00' },
+      { id: 'L2', date: '2024-03-10', amount: '10.00' },
+    ],
+    [
+      { id: 'R1', date: '2024-03-03', amount: '10.01' },
+      { id: 'R2', date: '2024-03-15', amount: '10.00' },
+    ],
+  )
+  t.same(pairs(band), ['L1|R1'])
+  t.equal(band.matches[0].deltas.days, 2)
+  t.equal(band.unmatchedLeft[0].closest_candidate, null, 'R2 is outside L2s window: no candidate')
+})
