@@ -122,7 +122,8 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
   const matches = new MatchBuilder()
   const reports = new Map<string, PassReport>()
   const prepared: PreparedPass[] = []
-  const amounts = amountColumns(recipe, left, right)
+  const compared = comparedColumns(recipe, tables)
+  const amounts = { left: sumUnits(left, compared.amount?.l), right: sumUnits(right, compared.amount?.r) }
   const t1 = performance.now()
 
   let phaseNo = 0
@@ -155,7 +156,7 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
       }
       const started = performance.now()
       try {
-        const p = preparePass(index, pass, tables)
+        const p = preparePass(index, pass, tables, compared)
         prepared.push(p)
         runPass(p, leftFree, rightFree, matches)
       } catch (err) {
@@ -271,14 +272,32 @@ export function freeRows(free: Uint8Array): Int32Array {
   return rows
 }
 
-export function preparePass(index: number, pass: RecipePass, tables: { l: Table; r: Table }): PreparedPass {
+/**
+ * The amount and date pairs the recipe compares, from its first pass that compares each. A pass
+ * that does not compare them itself (an exact key pass) still scores its candidates by them, so
+ * a sale beats a chargeback on the same order instead of tying with it.
+ */
+export interface ComparedColumns {
+  amount?: { l: string; r: string }
+  date?: { l: string; r: string }
+}
+
+export function preparePass(
+  index: number,
+  pass: RecipePass,
+  tables: { l: Table; r: Table },
+  compared: ComparedColumns = {},
+): PreparedPass {
   const compiler = new ExprCompiler({ l: tables.l.columns, r: tables.r.columns }, tables)
   const expr = parsePredicate(pass.when)
   compiler.typeOf(expr)
   const plan = planPass(expr, pass.when, (side, c) => tables[side].columns.find((x) => x.name === c)?.type)
   if (!plan.keys.length && !plan.band)
     throw new Error(`pass "${pass.name}" has no usable join: add an equality or a range between l and r columns`)
-  const scorer = scorerOf(plan, compiler)
+  const scorer = scorerOf(
+    { ...plan, amount: plan.amount ?? compared.amount, date: plan.date ?? compared.date },
+    compiler,
+  )
   const aggregate = pass.pattern === '1:1' ? undefined : prepareAggregate(pass, compiler)
   return {
     index,
@@ -347,7 +366,9 @@ function runPass(p: PreparedPass, leftFree: Uint8Array, rightFree: Uint8Array, o
   if (p.pass.pattern === '1:1') {
     assignOneToOne(pairs.left, pairs.right, pairs.length, s.score, leftFree, rightFree, {
       pair: (i, j, score) => out.pair(p.index, i, j, round(score), false, s.pairAmountDelta(i, j), s.days(i, j)),
-      tie: (l, r, score) => out.group(p.index, l, r, round(score), true, s.amountDelta(l, r), s.days(l[0], r[0])),
+      // a tie's deltas are those of one tied pair: every pair in it scored the same
+      tie: (l, r, score) =>
+        out.group(p.index, l, r, round(score), true, s.pairAmountDelta(l[0], r[0]), s.days(l[0], r[0])),
     })
     return
   }
@@ -455,24 +476,20 @@ export function toUnits(t: number | string, scale: number): number {
   return Number(`${int}${frac.padEnd(scale, '0')}`)
 }
 
-/** Sums of each side's amount column: the first decimal or integer pair any pass compares. */
-function amountColumns(recipe: Recipe, left: Table, right: Table) {
-  let l: string | undefined
-  let r: string | undefined
+export function comparedColumns(recipe: Recipe, tables: { l: Table; r: Table }): ComparedColumns {
+  const out: ComparedColumns = {}
   for (const pass of recipe.passes) {
     try {
       const plan = planPass(
         parsePredicate(pass.when),
         pass.when,
-        (side, c) => (side === 'l' ? left : right).columns.find((x) => x.name === c)?.type,
+        (side, c) => tables[side].columns.find((x) => x.name === c)?.type,
       )
-      if (plan.amount) {
-        l ??= plan.amount.l
-        r ??= plan.amount.r
-      }
+      out.amount ??= plan.amount
+      out.date ??= plan.date
     } catch {
       // a pass that does not parse reports itself when it runs
     }
   }
-  return { left: sumUnits(left, l), right: sumUnits(right, r) }
+  return out
 }

@@ -1,6 +1,6 @@
 // Scores and deltas of candidate pairs, from the columns the predicate compares: closeness of
-// amounts (relative to the amount), of dates (within a month), and name similarity. A score is
-// in 0..1, 1 for identical amounts and dates. Deltas are numbers: the amount delta in exact units
+// amounts (relative to the amount), of dates, and name similarity. A score is in 0..1, 1 for
+// identical amounts and dates. Deltas are numbers: the amount delta in exact units
 // at the pass's amount scale (left minus right), the date delta in days (right minus left).
 
 import type { Expr } from '../recipes/predicate.js'
@@ -51,6 +51,8 @@ export function scorer(plan: PassPlan, compiler: ExprCompiler): PairScorer {
   }
   const amountUnit = amountScale < 0 ? 0.01 : 1
 
+  // Closeness decays smoothly and never saturates: two candidates that are both far off still
+  // rank by how far (a sale beats a chargeback of the same order), so real ties stay rare.
   const score = (i: number, j: number): number => {
     let total = 0
     let parts = 0
@@ -58,7 +60,7 @@ export function scorer(plan: PassPlan, compiler: ExprCompiler): PairScorer {
       const a = amountL(i)
       const b = amountR(j)
       if (a !== null && b !== null) {
-        total += 1 - Math.min(1, Math.abs(a - b) / Math.max(Math.abs(a) * 0.05, amountUnit))
+        total += 1 / (1 + Math.abs(a - b) / Math.max(Math.abs(a) * 0.01, amountUnit))
         parts++
       }
     }
@@ -66,7 +68,7 @@ export function scorer(plan: PassPlan, compiler: ExprCompiler): PairScorer {
       const a = dateL(i)
       const b = dateR(j)
       if (a !== null && b !== null) {
-        total += 1 - Math.min(1, Math.abs(b - a) / dateUnit / 31)
+        total += 1 / (1 + Math.abs(b - a) / dateUnit / 7)
         parts++
       }
     }
