@@ -104,5 +104,5 @@ t.test('partition, predicate, sums and maximality hold on random tables', async 
   )
   t.pass('all properties held')
   // the generator must reach every pattern, or the properties above prove little
-  t.ok(matched.exact > 100 && matched.near > 50 && matched.split > 20 && matched.ambiguous > 5, JSON.stringify(matched))
+  t.ok(matched.exact > 50 && matched.near > 15 && matched.split > 40 && matched.ambiguous > 5, JSON.stringify(matched))
 })

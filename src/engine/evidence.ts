@@ -37,49 +37,36 @@ export interface UnmatchedSet {
   candidateTaken: Uint8Array
 }
 
-class Growable<T extends Int32Array | Float64Array | Uint8Array> {
-  array: T
-  length = 0
-  constructor(private readonly make: (n: number) => T) {
-    this.array = make(1024)
-  }
-  push(v: number): void {
-    if (this.length === this.array.length) {
-      const bigger = this.make(this.length * 2)
-      bigger.set(this.array)
-      this.array = bigger
-    }
-    this.array[this.length++] = v
-  }
-  finish(): T {
-    return this.array.slice(0, this.length) as T
-  }
-}
-
-const i32 = (n: number) => new Int32Array(n)
-const f64 = (n: number) => new Float64Array(n)
-const u8 = (n: number) => new Uint8Array(n)
-
+/**
+ * Collects matches into growable typed arrays. Written out field by field (no generic growable
+ * helper) so each store stays monomorphic: this runs once per match, a million times per run.
+ */
 export class MatchBuilder {
-  private readonly pass = new Growable(i32)
-  private readonly score = new Growable(f64)
-  private readonly ambiguous = new Growable(u8)
-  private readonly amount = new Growable(f64)
-  private readonly days = new Growable(f64)
-  private readonly leftStart = new Growable(i32)
-  private readonly leftRows = new Growable(i32)
-  private readonly rightStart = new Growable(i32)
-  private readonly rightRows = new Growable(i32)
+  private cap = 1024
+  private n = 0
+  private pass = new Int32Array(this.cap)
+  private score = new Float64Array(this.cap)
+  private ambiguous = new Uint8Array(this.cap)
+  private amount = new Float64Array(this.cap)
+  private days = new Float64Array(this.cap)
+  private leftStart = new Int32Array(this.cap + 1)
+  private rightStart = new Int32Array(this.cap + 1)
+  private leftRows = new Int32Array(this.cap)
+  private rightRows = new Int32Array(this.cap)
+  private nl = 0
+  private nr = 0
 
   get count(): number {
-    return this.pass.length
+    return this.n
   }
 
   /** One left record with one right record (the common case: no arrays allocated). */
   pair(pass: number, i: number, j: number, score: number, ambiguous: boolean, amount: number, days: number): void {
     this.head(pass, score, ambiguous, amount, days)
-    this.leftRows.push(i)
-    this.rightRows.push(j)
+    if (this.nl === this.leftRows.length) this.leftRows = grow(this.leftRows)
+    if (this.nr === this.rightRows.length) this.rightRows = grow(this.rightRows)
+    this.leftRows[this.nl++] = i
+    this.rightRows[this.nr++] = j
   }
 
   group(
@@ -92,36 +79,56 @@ export class MatchBuilder {
     days: number,
   ): void {
     this.head(pass, score, ambiguous, amount, days)
-    for (let k = 0; k < left.length; k++) this.leftRows.push(left[k])
-    for (let k = 0; k < right.length; k++) this.rightRows.push(right[k])
+    while (this.nl + left.length > this.leftRows.length) this.leftRows = grow(this.leftRows)
+    while (this.nr + right.length > this.rightRows.length) this.rightRows = grow(this.rightRows)
+    for (let k = 0; k < left.length; k++) this.leftRows[this.nl++] = left[k]
+    for (let k = 0; k < right.length; k++) this.rightRows[this.nr++] = right[k]
   }
 
   private head(pass: number, score: number, ambiguous: boolean, amount: number, days: number): void {
-    this.pass.push(pass)
-    this.score.push(score)
-    this.ambiguous.push(ambiguous ? 1 : 0)
-    this.amount.push(amount)
-    this.days.push(days)
-    this.leftStart.push(this.leftRows.length)
-    this.rightStart.push(this.rightRows.length)
+    if (this.n === this.cap) {
+      this.cap *= 2
+      this.pass = grow(this.pass)
+      this.score = grow(this.score)
+      this.ambiguous = grow(this.ambiguous)
+      this.amount = grow(this.amount)
+      this.days = grow(this.days)
+      this.leftStart = grow(this.leftStart)
+      this.rightStart = grow(this.rightStart)
+    }
+    const k = this.n++
+    this.pass[k] = pass
+    this.score[k] = score
+    this.ambiguous[k] = ambiguous ? 1 : 0
+    this.amount[k] = amount
+    this.days[k] = days
+    this.leftStart[k] = this.nl
+    this.rightStart[k] = this.nr
   }
 
   finish(): MatchSet {
-    this.leftStart.push(this.leftRows.length)
-    this.rightStart.push(this.rightRows.length)
+    const n = this.n
+    this.leftStart[n] = this.nl
+    this.rightStart[n] = this.nr
     return {
-      count: this.pass.length,
-      pass: this.pass.finish(),
-      score: this.score.finish(),
-      ambiguous: this.ambiguous.finish(),
-      amountDelta: this.amount.finish(),
-      daysDelta: this.days.finish(),
-      leftStart: this.leftStart.finish(),
-      leftRows: this.leftRows.finish(),
-      rightStart: this.rightStart.finish(),
-      rightRows: this.rightRows.finish(),
+      count: n,
+      pass: this.pass.slice(0, n),
+      score: this.score.slice(0, n),
+      ambiguous: this.ambiguous.slice(0, n),
+      amountDelta: this.amount.slice(0, n),
+      daysDelta: this.days.slice(0, n),
+      leftStart: this.leftStart.slice(0, n + 1),
+      leftRows: this.leftRows.slice(0, this.nl),
+      rightStart: this.rightStart.slice(0, n + 1),
+      rightRows: this.rightRows.slice(0, this.nr),
     }
   }
+}
+
+function grow<T extends Int32Array | Float64Array | Uint8Array>(a: T): T {
+  const bigger = new (a.constructor as new (n: number) => T)(a.length * 2)
+  bigger.set(a)
+  return bigger
 }
 
 export function emptyMatches(): MatchSet {

@@ -1,10 +1,9 @@
-// Candidate pairs for a pass: a hash join on the plan's keys, or a band join on its range, then
-// the residual conjuncts, compiled once, checked on each candidate. Only rows still available
-// (not matched by an earlier pass) take part.
+// The band join of a pass without equality keys (the hash join is in hashpass.ts), and the
+// compiled conjunct checks both joins use. Only rows listed (still free) take part.
 
 import type { ExprType } from '../recipes/types.js'
 import type { ExprCompiler } from './compile.js'
-import { hashJoin, type JoinKeys } from './keys.js'
+import type { ConjunctChecks } from './hashpass.js'
 import type { PassPlan } from './plan.js'
 
 /** Growable list of (left row, right row) pairs. */
@@ -24,19 +23,6 @@ export class PairList {
     this.left[this.length] = i
     this.right[this.length++] = j
   }
-}
-
-/** Candidates from the plan's equality keys: a hash join, then the residual on each pair. */
-export function hashCandidates(
-  keys: JoinKeys,
-  leftRows: Int32Array,
-  rightRows: Int32Array,
-  residual: (i: number, j: number) => boolean,
-  onCandidate: (i: number, j: number) => void,
-): void {
-  hashJoin(keys, leftRows, rightRows, (i, j) => {
-    if (residual(i, j)) onCandidate(i, j)
-  })
 }
 
 export function bandCandidates(
@@ -108,16 +94,26 @@ function lowerBound(a: Float64Array, v: number): number {
   return lo
 }
 
-/** All residual conjuncts as one compiled test: each must be TRUE (NULL rejects, as in SQL). */
-export function residualTest(plan: PassPlan, compiler: ExprCompiler): (i: number, j: number) => boolean {
-  if (plan.residuals.length === 0) return () => true
-  const body = plan.residuals.map((c) => `${compiler.compile(c.expr).code} === true`).join(' && ')
-  return compiler.build<(i: number, j: number) => boolean>('i, j', body)
-}
+/** Bits available for individual conjuncts; any beyond share the last bit. */
+const CONJUNCT_BITS = 30
 
-/** One compiled test per conjunct, to say which conjunct rejected a near miss. */
-export function conjunctTests(plan: PassPlan, compiler: ExprCompiler): ((i: number, j: number) => boolean)[] {
-  return plan.conjuncts.map((c) =>
-    compiler.build<(i: number, j: number) => boolean>('i, j', `${compiler.compile(c.expr).code} === true`),
-  )
+/**
+ * One compiled function telling which of a pass's conjuncts a pair fails, as a bitmask. The key
+ * equalities of a hash pass hold for every pair its join produces, so they are not checked.
+ */
+export function conjunctChecks(plan: PassPlan, compiler: ExprCompiler): ConjunctChecks {
+  const keyConjuncts = new Set(plan.keys.map((k) => k.conjunct))
+  const checked = plan.conjuncts.filter((c) => !keyConjuncts.has(c.index))
+  const total = plan.conjuncts.length
+  if (checked.length === 0) return { failed: () => 0, checked: [], total }
+  const test = (c: (typeof checked)[number]) => `${compiler.compile(c.expr).code} === true`
+  const own = checked.slice(0, CONJUNCT_BITS)
+  const rest = checked.slice(CONJUNCT_BITS)
+  const terms = own.map((c, b) => `(${test(c)} ? 0 : ${2 ** b})`)
+  if (rest.length) terms.push(`(${rest.map(test).join(' && ')} ? 0 : ${2 ** CONJUNCT_BITS})`)
+  return {
+    failed: compiler.build<(i: number, j: number) => number>('i, j', terms.join(' | ')),
+    checked: [...own, ...rest.slice(0, 1)].map((c) => c.index),
+    total,
+  }
 }

@@ -1,5 +1,5 @@
-// Join keys for the hash join: every row's key is hashed once per pass into a Uint32Array, and an
-// equality test confirms a hash hit. A plain string column is hashed and compared on its UTF-8
+// Join keys for the hash join: every row's key is hashed once per pass into a Uint32Array (which
+// also partitions the rows, see partition.ts), and an equality test confirms a hash hit. A plain string column is hashed and compared on its UTF-8
 // bytes in place (decoding a million values into JS strings and hashing them in a Map costs more
 // than the whole join); numbers, dates and computed keys (UPPER(TRIM(l.ref))) are evaluated once
 // per row by the compiled expression. Equal keys compare equal exactly as the predicate's `=`
@@ -17,21 +17,23 @@ export interface SideKeys {
   isNull: Uint8Array
 }
 
-export interface JoinKeys {
-  left: SideKeys
-  right: SideKeys
-  /** True when left row i and right row j have equal keys (all parts). */
-  equal: (i: number, j: number) => boolean
-}
-
-interface KeyPart {
-  left: SideKeys
-  right: SideKeys
-  equal: (i: number, j: number) => boolean
-}
-
-export function joinKeys(keys: KeyPair[], compiler: ExprCompiler, tables: { l: Table; r: Table }): JoinKeys {
-  const parts = keys.map((k) => keyPart(k, compiler, tables))
+/** The key hashes of every row of both tables (all key parts combined). */
+export function keyHashes(
+  keys: KeyPair[],
+  compiler: ExprCompiler,
+  tables: { l: Table; r: Table },
+): { left: SideKeys; right: SideKeys } {
+  const parts = keys.map((k) => {
+    const lc = plainColumn(k.left, tables.l)
+    const rc = plainColumn(k.right, tables.r)
+    if (lc?.type === 'string' && rc?.type === 'string') return { left: hashBytes(lc), right: hashBytes(rc) }
+    const [l, r, common] = compiler.operands(k.left, k.right)
+    const side = (code: string, row: 'i' | 'j', n: number) =>
+      common.kind === 'string'
+        ? hashStrings(evaluate(compiler.build<(row: number) => string | null>(row, code), n))
+        : numbers(compiler.build<(row: number) => number | boolean | null>(row, code), n).keys
+    return { left: side(l.code, 'i', tables.l.length), right: side(r.code, 'j', tables.r.length) }
+  })
   if (parts.length === 1) return parts[0]
   const combine = (side: 'left' | 'right'): SideKeys => {
     const n = parts[0][side].hash.length
@@ -41,20 +43,43 @@ export function joinKeys(keys: KeyPair[], compiler: ExprCompiler, tables: { l: T
       const h = p[side].hash
       const z = p[side].isNull
       for (let r = 0; r < n; r++) {
-        hash[r] = Math.imul(hash[r] ^ h[r], 0x01000193) ^ (hash[r] >>> 15)
+        hash[r] = mix((Math.imul(hash[r], 0x01000193) ^ h[r]) >>> 0)
         isNull[r] |= z[r]
       }
     }
     return { hash, isNull }
   }
-  const equals = parts.map((p) => p.equal)
-  return {
-    left: combine('left'),
-    right: combine('right'),
-    equal: (i, j) => {
-      for (let k = 0; k < equals.length; k++) if (!equals[k](i, j)) return false
-      return true
-    },
+  return { left: combine('left'), right: combine('right') }
+}
+
+/**
+ * Key equality between left row i and right row j of `tables` (which may be partitioned copies of
+ * the tables the hashes came from): the exact test behind a hash hit.
+ */
+export function keyEquality(
+  keys: KeyPair[],
+  compiler: ExprCompiler,
+  tables: { l: Table; r: Table },
+): (i: number, j: number) => boolean {
+  const tests = keys.map((k): ((i: number, j: number) => boolean) => {
+    const lc = plainColumn(k.left, tables.l)
+    const rc = plainColumn(k.right, tables.r)
+    if (lc?.type === 'string' && rc?.type === 'string') return sameBytes(lc, rc)
+    const [l, r, common] = compiler.operands(k.left, k.right)
+    if (common.kind === 'string') {
+      const lv = evaluate(compiler.build<(i: number) => string | null>('i', l.code), tables.l.length)
+      const rv = evaluate(compiler.build<(j: number) => string | null>('j', r.code), tables.r.length)
+      return (i, j) => lv[i] !== null && lv[i] === rv[j]
+    }
+    const lv = numbers(compiler.build<(i: number) => number | boolean | null>('i', l.code), tables.l.length)
+    const rv = numbers(compiler.build<(j: number) => number | boolean | null>('j', r.code), tables.r.length)
+    const [la, ra, lz, rz] = [lv.values, rv.values, lv.keys.isNull, rv.keys.isNull]
+    return (i, j) => la[i] === ra[j] && lz[i] === 0 && rz[j] === 0
+  })
+  if (tests.length === 1) return tests[0]
+  return (i, j) => {
+    for (let k = 0; k < tests.length; k++) if (!tests[k](i, j)) return false
+    return true
   }
 }
 
@@ -62,24 +87,6 @@ function plainColumn(e: Expr, table: Table): Column | undefined {
   if (e.kind !== 'column') return undefined
   const n = table.columns.findIndex((c) => c.name === e.name)
   return n < 0 ? undefined : table.data[n]
-}
-
-function keyPart(k: KeyPair, compiler: ExprCompiler, tables: { l: Table; r: Table }): KeyPart {
-  const lc = plainColumn(k.left, tables.l)
-  const rc = plainColumn(k.right, tables.r)
-  if (lc?.type === 'string' && rc?.type === 'string') return stringColumnsPart(lc, rc)
-  const [l, r, common] = compiler.operands(k.left, k.right)
-  if (common.kind === 'string') {
-    const lv = evaluate(compiler.build<(i: number) => string | null>('i', l.code), tables.l.length)
-    const rv = evaluate(compiler.build<(j: number) => string | null>('j', r.code), tables.r.length)
-    return { left: hashStrings(lv), right: hashStrings(rv), equal: (i, j) => lv[i] === rv[j] }
-  }
-  // numbers, decimal units at the common scale, days, milliseconds, booleans
-  const lv = numbers(compiler.build<(i: number) => number | boolean | null>('i', l.code), tables.l.length)
-  const rv = numbers(compiler.build<(j: number) => number | boolean | null>('j', r.code), tables.r.length)
-  const lvals = lv.values
-  const rvals = rv.values
-  return { left: lv.keys, right: rv.keys, equal: (i, j) => lvals[i] === rvals[j] }
 }
 
 function evaluate<T>(fn: (row: number) => T, n: number): T[] {
@@ -143,22 +150,20 @@ function hashBytes(col: StringColumn): SideKeys {
   return { hash, isNull }
 }
 
-function stringColumnsPart(l: StringColumn, r: StringColumn): KeyPart {
+function sameBytes(l: StringColumn, r: StringColumn): (i: number, j: number) => boolean {
   const lo = l.offsets
   const ld = l.data
+  const lz = l.valid
   const ro = r.offsets
   const rd = r.data
-  return {
-    left: hashBytes(l),
-    right: hashBytes(r),
-    equal: (i, j) => {
-      const s = lo[i]
-      const len = lo[i + 1] - s
-      const t = ro[j]
-      if (ro[j + 1] - t !== len) return false
-      for (let k = 0; k < len; k++) if (ld[s + k] !== rd[t + k]) return false
-      return true
-    },
+  const rz = r.valid
+  return (i, j) => {
+    const s = lo[i]
+    const len = lo[i + 1] - s
+    const t = ro[j]
+    if (ro[j + 1] - t !== len) return false
+    for (let k = 0; k < len; k++) if (ld[s + k] !== rd[t + k]) return false
+    return (lz === null || lz[i] === 1) && (rz === null || rz[j] === 1)
   }
 }
 
@@ -169,41 +174,4 @@ function mix(h: number): number {
   h ^= h >>> 13
   h = Math.imul(h, 0xc2b2ae35)
   return (h ^ (h >>> 16)) >>> 0
-}
-
-/**
- * Hash join of the listed rows: calls `onPair(i, j)` for every left row i and right row j with
- * equal keys, in left-row order and, for one left row, in right-row order.
- */
-export function hashJoin(
-  keys: JoinKeys,
-  leftRows: Int32Array,
-  rightRows: Int32Array,
-  onPair: (i: number, j: number) => void,
-): void {
-  const { hash: lh, isNull: lz } = keys.left
-  const { hash: rh, isNull: rz } = keys.right
-  let cap = 16
-  while (cap < rightRows.length * 2) cap *= 2
-  const mask = cap - 1
-  const heads = new Int32Array(cap).fill(-1)
-  const next = new Int32Array(rightRows.length)
-  // inserted back to front, so each chain lists its rows in ascending order
-  for (let n = rightRows.length - 1; n >= 0; n--) {
-    const j = rightRows[n]
-    if (rz[j]) continue
-    const slot = rh[j] & mask
-    next[n] = heads[slot]
-    heads[slot] = n
-  }
-  const equal = keys.equal
-  for (let m = 0; m < leftRows.length; m++) {
-    const i = leftRows[m]
-    if (lz[i]) continue
-    const h = lh[i]
-    for (let n = heads[h & mask]; n >= 0; n = next[n]) {
-      const j = rightRows[n]
-      if (rh[j] === h && equal(i, j)) onPair(i, j)
-    }
-  }
 }

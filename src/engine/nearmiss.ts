@@ -2,20 +2,19 @@
 // join (its hash keys, or its band), checked conjunct by conjunct; the candidate passing the
 // largest share of a pass's conjuncts is the nearest miss, and the first conjunct it failed is
 // what rejected it. A candidate passing them all lost to a better-scored or tied pair, or to a
-// group whose sum did not fit.
+// group whose sum did not fit. Hash passes record near misses during their join (hashpass.ts);
+// band passes are probed here, for the records still unmatched after the last pass.
 
 import type { Side } from '../recipes/predicate.js'
 import type { UnmatchedSet } from './evidence.js'
-import { bandCandidates, conjunctTests, hashCandidates } from './join.js'
-import type { PreparedPass } from './reconcile.js'
+import { type NearMisses, nearMisses, record } from './hashpass.js'
+import { bandCandidates } from './join.js'
+import type { PassEvidence } from './pass.js'
 import type { Table } from './table.js'
-
-/** Candidates examined per record and pass: enough to find a near miss, bounded for wide joins. */
-const CANDIDATES_PER_RECORD = 32
 
 export function explainUnmatched(
   side: Side,
-  passes: PreparedPass[],
+  passes: PassEvidence[],
   ownFree: Uint8Array,
   otherFree: Uint8Array,
   tables: { l: Table; r: Table },
@@ -30,42 +29,49 @@ export function explainUnmatched(
   const candidateTaken = new Uint8Array(count)
   if (count === 0) return { rows, candidate, pass, conjunct, candidateTaken }
 
-  // position of each unmatched row in `rows`
+  // slot of each unmatched row in `rows`
   const slot = new Int32Array(ownFree.length).fill(-1)
   for (let k = 0; k < count; k++) slot[rows[k]] = k
-  const best = new Float64Array(count).fill(-1)
-  const otherLength = side === 'l' ? tables.r.length : tables.l.length
-  const others = new Int32Array(otherLength)
-  for (let r = 0; r < otherLength; r++) others[r] = r
-
-  for (const p of passes) {
-    const tests = conjunctTests(p.plan, p.compiler)
-    const seen = new Uint8Array(count)
-    const visit = (i: number, j: number) => {
-      const own = side === 'l' ? i : j
-      const other = side === 'l' ? j : i
-      const k = slot[own]
-      if (seen[k] >= CANDIDATES_PER_RECORD) return
-      seen[k]++
-      let passed = 0
-      let failed = -1
-      for (let n = 0; n < tests.length; n++) {
-        if (tests[n](i, j)) passed++
-        else if (failed < 0) failed = n
-      }
-      const share = passed / tests.length
-      if (share > best[k]) {
-        best[k] = share
-        candidate[k] = other
-        pass[k] = p.index
-        conjunct[k] = failed
-        candidateTaken[k] = otherFree[other] ? 0 : 1
-      }
+  const best = new Float32Array(count).fill(-1)
+  const merge = (index: number, near: NearMisses, ownRows: Int32Array | null, otherRows: Int32Array | null) => {
+    for (let k = 0; k < near.share.length; k++) {
+      const share = near.share[k]
+      if (share < 0) continue
+      const own = ownRows === null ? k : ownRows[k]
+      if (ownFree[own] === 0) continue // matched in the end: nothing to explain (and a cheap test first)
+      const s = slot[own]
+      if (share <= best[s]) continue
+      best[s] = share
+      const other = otherRows === null ? near.candidate[k] : otherRows[near.candidate[k]]
+      candidate[s] = other
+      pass[s] = index
+      conjunct[s] = near.conjunct[k]
+      candidateTaken[s] = otherFree[other] ? 0 : 1
     }
-    const all = () => true
-    const [leftRows, rightRows] = side === 'l' ? [rows, others] : [others, rows]
-    if (p.keys) hashCandidates(p.keys, leftRows, rightRows, all, visit)
-    else bandCandidates(p.plan, p.compiler, leftRows, rightRows, all, visit)
+  }
+
+  const otherLength = side === 'l' ? tables.r.length : tables.l.length
+  for (const p of passes) {
+    if (p.near) {
+      const near = side === 'l' ? p.near.left : p.near.right
+      const [ownRows, otherRows] =
+        side === 'l' ? [p.near.leftRows, p.near.rightRows] : [p.near.rightRows, p.near.leftRows]
+      merge(p.index, near, ownRows, otherRows)
+    } else if (p.band) {
+      // every record of the other side, matched or not, against the unmatched records of this side
+      const near = nearMisses(ownFree.length)
+      const others = new Int32Array(otherLength)
+      for (let r = 0; r < otherLength; r++) others[r] = r
+      const band = p.band
+      const failedOf = band.checks.failed
+      const visit = (i: number, j: number) => {
+        if (side === 'l') record(near, i, j, failedOf(i, j), band.checks)
+        else record(near, j, i, failedOf(i, j), band.checks)
+      }
+      const [leftRows, rightRows] = side === 'l' ? [rows, others] : [others, rows]
+      bandCandidates(band.plan, band.compiler, leftRows, rightRows, () => true, visit)
+      merge(p.index, near, null, null)
+    }
   }
   return { rows, candidate, pass, conjunct, candidateTaken }
 }

@@ -9,6 +9,8 @@
 import type { CompareOp, Expr, Side } from '../recipes/predicate.js'
 
 export interface Conjunct {
+  /** Position among the pass's conjuncts, as written. */
+  index: number
   expr: Expr
   /** The conjunct's text in the pass's `when`, for explain and evidence. */
   text: string
@@ -18,6 +20,8 @@ export interface KeyPair {
   left: Expr
   right: Expr
   text: string
+  /** The conjunct this equality is. */
+  conjunct: number
 }
 
 export interface Band {
@@ -95,7 +99,8 @@ export function planPass(
   types: (side: Side, column: string) => string | undefined,
 ): PassPlan {
   const conjunctExprs = root.kind === 'and' ? root.args : [root]
-  const conjuncts = conjunctExprs.map((expr) => ({
+  const conjuncts = conjunctExprs.map((expr, index) => ({
+    index,
     expr,
     text: when.slice(expr.pos.start, expr.pos.end).trim() || when,
   }))
@@ -105,11 +110,11 @@ export function planPass(
     const e = c.expr
     if (e.kind === 'compare' && e.op === '=') {
       if (only(e.left, 'l') && only(e.right, 'r')) {
-        keys.push({ left: e.left, right: e.right, text: c.text })
+        keys.push({ left: e.left, right: e.right, text: c.text, conjunct: c.index })
         continue
       }
       if (only(e.left, 'r') && only(e.right, 'l')) {
-        keys.push({ left: e.right, right: e.left, text: c.text })
+        keys.push({ left: e.right, right: e.left, text: c.text, conjunct: c.index })
         continue
       }
     }
@@ -252,6 +257,15 @@ function describePairs(
       }
     }
   }
+}
+
+/** The columns an expression reads, per side. */
+export function referencedColumns(exprs: Expr[]): { l: Set<string>; r: Set<string> } {
+  const found: { side: Side; name: string }[] = []
+  for (const e of exprs) collectColumns(e, found)
+  const out = { l: new Set<string>(), r: new Set<string>() }
+  for (const c of found) out[c.side].add(c.name)
+  return out
 }
 
 function collectColumns(e: Expr, out: { side: Side; name: string }[]): void {

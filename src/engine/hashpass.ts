@@ -1,0 +1,118 @@
+// The join of a pass with equality keys, over partitioned sides (partition.ts): partition by
+// partition, a small hash table on the right rows, probed with the left rows. Every pair with
+// equal keys where at least one record is still free has its conjuncts checked once, and serves
+// twice: as a candidate when both records are free and every conjunct holds, and as evidence —
+// each free record keeps its nearest miss (the pair passing the largest share of conjuncts),
+// which explains it if it ends unmatched.
+
+import type { PartitionedSide } from './partition.js'
+
+/** Per position of one side: the nearest miss found so far. */
+export interface NearMisses {
+  /** Share of the pass's conjuncts the candidate satisfied; -1 = no candidate. */
+  share: Float32Array
+  /** The candidate's position on the other side, or -1. */
+  candidate: Int32Array
+  /** Index (in the plan's conjuncts) of the first conjunct it failed, or -1 when it passed them all. */
+  conjunct: Int16Array
+  /** Candidates examined, capped. */
+  seen: Uint8Array
+}
+
+export function nearMisses(n: number): NearMisses {
+  return {
+    share: new Float32Array(n).fill(-1),
+    candidate: new Int32Array(n).fill(-1),
+    conjunct: new Int16Array(n).fill(-1),
+    seen: new Uint8Array(n),
+  }
+}
+
+/** Candidates examined per record and pass: enough to find a near miss, bounded for wide joins. */
+export const CANDIDATES_PER_RECORD = 32
+
+export interface ConjunctChecks {
+  /** Bit b set = checked conjunct b failed (NULL fails, as in SQL); 0 = the pair satisfies them all. */
+  failed: (i: number, j: number) => number
+  /** checked[b] is the index in the plan's conjuncts of bit b. */
+  checked: number[]
+  /** Conjuncts of the pass, checked or not (the keys hold for every pair the join produces). */
+  total: number
+}
+
+function lowestBit(x: number): number {
+  return 31 - Math.clz32(x & -x)
+}
+
+function bitCount(x: number): number {
+  let n = 0
+  while (x !== 0) {
+    x &= x - 1
+    n++
+  }
+  return n
+}
+
+export function record(near: NearMisses, own: number, other: number, failed: number, checks: ConjunctChecks): void {
+  if (near.seen[own] >= CANDIDATES_PER_RECORD) return
+  near.seen[own]++
+  const share = (checks.total - bitCount(failed)) / checks.total
+  if (share > near.share[own]) {
+    near.share[own] = share
+    near.candidate[own] = other
+    near.conjunct[own] = failed === 0 ? -1 : checks.checked[lowestBit(failed)]
+  }
+}
+
+export function partitionedJoin(
+  left: PartitionedSide,
+  right: PartitionedSide,
+  equal: (i: number, j: number) => boolean,
+  checks: ConjunctChecks,
+  leftFree: Uint8Array,
+  rightFree: Uint8Array,
+  leftNear: NearMisses,
+  rightNear: NearMisses,
+  onCandidate: (i: number, j: number) => void,
+): void {
+  const parts = left.start.length - 1
+  let largest = 0
+  for (let p = 0; p < parts; p++) largest = Math.max(largest, right.start[p + 1] - right.start[p])
+  let cap = 16
+  while (cap < largest * 2) cap *= 2
+  const heads = new Int32Array(cap)
+  const next = new Int32Array(Math.max(1, largest))
+  const lh = left.hash
+  const rh = right.hash
+  const failedOf = checks.failed
+  for (let p = 0; p < parts; p++) {
+    const rs = right.start[p]
+    const re = right.start[p + 1]
+    const ls = left.start[p]
+    const le = left.start[p + 1]
+    if (rs === re || ls === le) continue
+    let size = 16
+    while (size < (re - rs) * 2) size *= 2
+    const mask = size - 1
+    heads.fill(-1, 0, size)
+    for (let m = re - 1; m >= rs; m--) {
+      const slot = rh[m] & mask
+      next[m - rs] = heads[slot]
+      heads[slot] = m - rs
+    }
+    for (let k = ls; k < le; k++) {
+      const h = lh[k]
+      const lf = leftFree[k]
+      for (let n = heads[h & mask]; n >= 0; n = next[n]) {
+        const m = rs + n
+        if (rh[m] !== h) continue
+        const rf = rightFree[m]
+        if ((lf | rf) === 0 || !equal(k, m)) continue
+        const failed = failedOf(k, m)
+        if (failed === 0 && lf === 1 && rf === 1) onCandidate(k, m)
+        if (lf === 1) record(leftNear, k, m, failed, checks)
+        if (rf === 1) record(rightNear, m, k, failed, checks)
+      }
+    }
+  }
+}

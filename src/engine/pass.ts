@@ -1,0 +1,335 @@
+// One pass of a recipe: prepared (parsed, planned, compiled) and run on the records earlier passes
+// left free. A pass with equality keys runs on partitioned copies of the columns it reads
+// (partition.ts), where its rows are positions that map back to table rows; a band pass runs on
+// the tables themselves. Either way the compiled code reads one pair of tables (`space`), and
+// matches are emitted in table rows.
+
+import type { Expr, Side } from '../recipes/predicate.js'
+import { parsePredicate } from '../recipes/predicate.js'
+import type { RecipePass } from '../recipes/schema.js'
+import { matchGroups } from './aggregate.js'
+import { assignOneToOne } from './assign.js'
+import { ExprCompiler } from './compile.js'
+import type { MatchBuilder } from './evidence.js'
+import { type ConjunctChecks, type NearMisses, nearMisses, partitionedJoin } from './hashpass.js'
+import { bandCandidates, conjunctChecks, PairList } from './join.js'
+import { keyEquality, keyHashes } from './keys.js'
+import { type PartitionedSide, partitionBits, partitionSide } from './partition.js'
+import { type PassPlan, planPass, referencedColumns } from './plan.js'
+import { type PairScorer, scorer as scorerOf } from './score.js'
+import type { Table } from './table.js'
+import { POW10 } from './values.js'
+
+/**
+ * The amount and date pairs the recipe compares, from its first pass that compares each. A pass
+ * that does not compare them itself (an exact key pass) still scores its candidates by them, so
+ * a sale beats a chargeback on the same order instead of tying with it.
+ */
+export interface ComparedColumns {
+  amount?: { l: string; r: string }
+  date?: { l: string; r: string }
+}
+
+/** The tables a pass's compiled code reads, and how their rows map to the input tables' rows. */
+export interface PassSpace {
+  tables: { l: Table; r: Table }
+  /** Position → input row; null when positions are rows. */
+  leftRows: Int32Array | null
+  rightRows: Int32Array | null
+  partitioned?: { left: PartitionedSide; right: PartitionedSide; equal: (i: number, j: number) => boolean }
+}
+
+export interface PreparedPass {
+  index: number
+  pass: RecipePass
+  plan: PassPlan
+  space: PassSpace
+  compiler: ExprCompiler
+  checks: ConjunctChecks
+  scorer: PairScorer
+  aggregate?: PreparedAggregate
+  /** Scale of this pass's amount deltas (-1: float amounts). */
+  amountScale: number
+}
+
+/** What a pass leaves behind to explain unmatched records once every pass has run. */
+export interface PassEvidence {
+  index: number
+  /** Hash passes: nearest misses found during the join, by position. */
+  near?: { left: NearMisses; right: NearMisses; leftRows: Int32Array; rightRows: Int32Array }
+  /** Band passes: probed again after the last pass, among the records still unmatched. */
+  band?: PreparedPass
+}
+
+/** An aggregate pass's amounts as integer units at one scale, and its limits. */
+interface PreparedAggregate {
+  sumSide: Side
+  sum: (row: number) => number | null
+  equals: (row: number) => number | null
+  scale: number
+  tolerance: number
+  maxGroup: number
+}
+
+export function preparePass(
+  index: number,
+  pass: RecipePass,
+  tables: { l: Table; r: Table },
+  compared: ComparedColumns = {},
+): PreparedPass {
+  const expr = parsePredicate(pass.when)
+  new ExprCompiler({ l: tables.l.columns, r: tables.r.columns }, tables).typeOf(expr)
+  const plan = planPass(expr, pass.when, (side, c) => tables[side].columns.find((x) => x.name === c)?.type)
+  if (!plan.keys.length && !plan.band)
+    throw new Error(`pass "${pass.name}" has no usable join: add an equality or a range between l and r columns`)
+  const scored = { ...plan, amount: plan.amount ?? compared.amount, date: plan.date ?? compared.date }
+  const aggregateExprs = pass.aggregate
+    ? [parsePredicate(pass.aggregate.sum), parsePredicate(pass.aggregate.equals)]
+    : []
+  const space = plan.keys.length
+    ? partitionedSpace(plan, tables, [...plan.conjuncts.map((c) => c.expr), ...aggregateExprs], scored)
+    : { tables, leftRows: null, rightRows: null }
+  const compiler = new ExprCompiler({ l: space.tables.l.columns, r: space.tables.r.columns }, space.tables)
+  const scorer = scorerOf(scored, compiler)
+  const aggregate = pass.pattern === '1:1' ? undefined : prepareAggregate(pass, compiler)
+  if (space.partitioned) space.partitioned.equal = keyEquality(plan.keys, compiler, space.tables)
+  return {
+    index,
+    pass,
+    plan,
+    space,
+    compiler,
+    checks: conjunctChecks(plan, compiler),
+    scorer,
+    aggregate,
+    amountScale: aggregate ? aggregate.scale : scorer.amountScale,
+  }
+}
+
+/** Both sides partitioned by key hash, with the columns the pass reads (predicate, aggregate, scoring). */
+function partitionedSpace(
+  plan: PassPlan,
+  tables: { l: Table; r: Table },
+  exprs: Expr[],
+  scored: ComparedColumns & { similarity?: { l: string; r: string } },
+): PassSpace {
+  const hashing = new ExprCompiler({ l: tables.l.columns, r: tables.r.columns }, tables)
+  const hashes = keyHashes(plan.keys, hashing, tables)
+  const used = referencedColumns(exprs)
+  for (const pair of [scored.amount, scored.date, scored.similarity]) {
+    if (pair) {
+      used.l.add(pair.l)
+      used.r.add(pair.r)
+    }
+  }
+  const bits = partitionBits(Math.max(tables.l.length, tables.r.length))
+  const left = partitionSide(tables.l, [...used.l], hashes.left, bits)
+  const right = partitionSide(tables.r, [...used.r], hashes.right, bits)
+  return {
+    tables: { l: left.table, r: right.table },
+    leftRows: left.rows,
+    rightRows: right.rows,
+    partitioned: { left, right, equal: () => false },
+  }
+}
+
+function prepareAggregate(pass: RecipePass, c: ExprCompiler): PreparedAggregate {
+  const agg = pass.aggregate
+  if (!agg)
+    throw new Error(`pass "${pass.name}" (${pass.pattern}) needs an aggregate: { sum, equals, tolerance, max_group }`)
+  const sumExpr = parsePredicate(agg.sum)
+  const equalsExpr = parsePredicate(agg.equals)
+  const sumSide = sideOfColumn(sumExpr, 'aggregate.sum')
+  const equalsSide = sideOfColumn(equalsExpr, 'aggregate.equals')
+  if (sumSide === equalsSide) throw new Error('aggregate.sum and aggregate.equals must be on opposite sides')
+  if (pass.pattern === '1:N' && sumSide !== 'r')
+    throw new Error('a 1:N pass sums right records: aggregate.sum must be an r. column')
+  if (pass.pattern === 'N:1' && sumSide !== 'l')
+    throw new Error('an N:1 pass sums left records: aggregate.sum must be an l. column')
+  const [sumC, eqC, common] = c.operands(sumExpr, equalsExpr)
+  if (common.kind !== 'decimal' && common.kind !== 'integer')
+    throw new Error('aggregate amounts must be decimal or integer columns')
+  const scale = common.scale ?? 0
+  const rowVar = (s: Side) => (s === 'l' ? 'i' : 'j')
+  return {
+    sumSide,
+    sum: c.build(rowVar(sumSide), sumC.code),
+    equals: c.build(rowVar(equalsSide), eqC.code),
+    scale,
+    tolerance: toUnits(agg.tolerance ?? 0, scale),
+    maxGroup: agg.max_group ?? 5,
+  }
+}
+
+function sideOfColumn(e: Expr, what: string): Side {
+  if (e.kind !== 'column') throw new Error(`${what} must be a column such as r.amount`)
+  return e.side
+}
+
+/** A tolerance in units at `scale`, rounded down: a tolerance finer than the scale allows no extra difference. */
+export function toUnits(t: number | string, scale: number): number {
+  const text = typeof t === 'number' ? String(t) : t
+  const [int, frac = ''] = text.split('.')
+  if (frac.length > scale) return Math.floor(Number(`${int}${frac}`) / POW10[frac.length - scale])
+  return Number(`${int}${frac.padEnd(scale, '0')}`)
+}
+
+const round = (x: number) => Math.round(x * 1e6) / 1e6
+
+/** Free flags by position: the input flags themselves, or gathered through the position map. */
+function spaceFree(free: Uint8Array, rows: Int32Array | null): Uint8Array {
+  if (rows === null) return free
+  const out = new Uint8Array(rows.length)
+  for (let k = 0; k < rows.length; k++) out[k] = free[rows[k]]
+  return out
+}
+
+function freePositions(free: Uint8Array): Int32Array {
+  let n = 0
+  for (let i = 0; i < free.length; i++) n += free[i]
+  const rows = new Int32Array(n)
+  for (let i = 0, k = 0; i < free.length; i++) if (free[i]) rows[k++] = i
+  return rows
+}
+
+/**
+ * Runs a prepared pass on the free records: finds candidates, assigns matches (1:1) or groups
+ * (1:N, N:1, N:M), emits them in input rows and marks those records taken. Returns what the pass
+ * knows about near misses.
+ */
+export function runPass(p: PreparedPass, leftFree: Uint8Array, rightFree: Uint8Array, out: MatchBuilder): PassEvidence {
+  const { space } = p
+  const lf = spaceFree(leftFree, space.leftRows)
+  const rf = spaceFree(rightFree, space.rightRows)
+  const pairs = new PairList()
+  const push = (i: number, j: number) => pairs.push(i, j)
+  let evidence: PassEvidence
+  if (space.partitioned) {
+    const { left, right, equal } = space.partitioned
+    const near = { left: nearMisses(left.rows.length), right: nearMisses(right.rows.length) }
+    partitionedJoin(left, right, equal, p.checks, lf, rf, near.left, near.right, push)
+    evidence = { index: p.index, near: { ...near, leftRows: left.rows, rightRows: right.rows } }
+  } else {
+    const failed = p.checks.failed
+    bandCandidates(p.plan, p.compiler, freePositions(lf), freePositions(rf), (i, j) => failed(i, j) === 0, push)
+    evidence = { index: p.index, band: p }
+  }
+  const toLeft = space.leftRows
+  const toRight = space.rightRows
+  const leftRow = (k: number) => (toLeft === null ? k : toLeft[k])
+  const rightRow = (k: number) => (toRight === null ? k : toRight[k])
+  const take = (l: ArrayLike<number>, r: ArrayLike<number>) => {
+    for (let n = 0; n < l.length; n++) leftFree[leftRow(l[n])] = 0
+    for (let n = 0; n < r.length; n++) rightFree[rightRow(r[n])] = 0
+  }
+  const rowsOf = (positions: number[], map: (k: number) => number) => positions.map(map).sort((a, b) => a - b)
+  const s = p.scorer
+  const sink = {
+    pair: (i: number, j: number, score: number, ambiguous: boolean, amount: number, days: number) => {
+      leftFree[leftRow(i)] = 0
+      rightFree[rightRow(j)] = 0
+      out.pair(p.index, leftRow(i), rightRow(j), round(score), ambiguous, amount, days)
+    },
+    group: (l: number[], r: number[], score: number, ambiguous: boolean, amount: number, days: number) => {
+      take(l, r)
+      out.group(p.index, rowsOf(l, leftRow), rowsOf(r, rightRow), round(score), ambiguous, amount, days)
+    },
+  }
+  if (p.pass.pattern === '1:1') {
+    assignOneToOne(pairs.left, pairs.right, pairs.length, s.score, lf, rf, {
+      pair: (i, j, score) => sink.pair(i, j, score, false, s.pairAmountDelta(i, j), s.days(i, j)),
+      // a tie's deltas are those of one tied pair: every pair in it scored the same
+      tie: (l, r, score) => sink.group(l, r, score, true, s.pairAmountDelta(l[0], r[0]), s.days(l[0], r[0])),
+    })
+  } else aggregatePass(p, pairs, lf, rf, sink.group)
+  return evidence
+}
+
+type GroupSink = (l: number[], r: number[], score: number, ambiguous: boolean, amount: number, days: number) => void
+
+function aggregatePass(
+  p: PreparedPass,
+  pairs: PairList,
+  leftFree: Uint8Array,
+  rightFree: Uint8Array,
+  emit: GroupSink,
+): void {
+  const agg = p.aggregate!
+  const { tolerance } = agg
+  const closeness = (delta: number) => 0.5 + 0.5 * (1 - Math.min(1, Math.abs(delta) / Math.max(1, tolerance * 2)))
+
+  if (p.pass.pattern === 'N:M') {
+    const leftAmount = agg.sumSide === 'l' ? agg.sum : agg.equals
+    const rightAmount = agg.sumSide === 'r' ? agg.sum : agg.equals
+    for (const g of keyGroups(pairs, leftFree.length, rightFree.length)) {
+      let delta = 0
+      for (const i of g.left) delta += leftAmount(i) ?? 0
+      for (const j of g.right) delta -= rightAmount(j) ?? 0
+      if (Math.abs(delta) > tolerance) continue
+      for (const i of g.left) leftFree[i] = 0
+      for (const j of g.right) rightFree[j] = 0
+      emit(g.left, g.right, closeness(delta), false, delta, Number.NaN)
+    }
+    return
+  }
+
+  // 1:N: one left against many right (sum on r); N:1: one right against many left (sum on l)
+  const oneSide: Side = p.pass.pattern === '1:N' ? 'l' : 'r'
+  const candidates = new Map<number, number[]>()
+  for (let n = 0; n < pairs.length; n++) {
+    const one = oneSide === 'l' ? pairs.left[n] : pairs.right[n]
+    const many = oneSide === 'l' ? pairs.right[n] : pairs.left[n]
+    const list = candidates.get(one)
+    if (list) list.push(many)
+    else candidates.set(one, [many])
+  }
+  const oneFree = oneSide === 'l' ? leftFree : rightFree
+  const manyFree = oneSide === 'l' ? rightFree : leftFree
+  for (const g of matchGroups(candidates, agg.equals, agg.sum, tolerance, agg.maxGroup, manyFree)) {
+    oneFree[g.one] = 0
+    const many = [...g.many, ...(g.alternatives ?? [])].sort((a, b) => a - b)
+    const l = oneSide === 'l' ? [g.one] : many
+    const r = oneSide === 'l' ? many : [g.one]
+    // delta is left minus right: for N:1 the group is on the left
+    const delta = oneSide === 'l' ? g.delta : -g.delta
+    emit(l, r, closeness(g.delta), g.ambiguous, delta, p.scorer.days(l[0], r[0]))
+  }
+}
+
+/** N:M groups: connected components of the candidate graph (records sharing the pass's keys). */
+function keyGroups(pairs: PairList, leftLength: number, rightLength: number): { left: number[]; right: number[] }[] {
+  // nodes: left rows 0..L-1, right rows L..L+R-1
+  const parent = new Int32Array(leftLength + rightLength).fill(-1)
+  const find = (x: number): number => {
+    let root = x
+    while (parent[root] !== root) root = parent[root]
+    while (parent[x] !== root) {
+      const up = parent[x]
+      parent[x] = root
+      x = up
+    }
+    return root
+  }
+  for (let n = 0; n < pairs.length; n++) {
+    const a = pairs.left[n]
+    const b = leftLength + pairs.right[n]
+    if (parent[a] < 0) parent[a] = a
+    if (parent[b] < 0) parent[b] = b
+    const ra = find(a)
+    const rb = find(b)
+    if (ra !== rb) parent[ra] = rb
+  }
+  const groups = new Map<number, { left: number[]; right: number[] }>()
+  for (let x = 0; x < parent.length; x++) {
+    if (parent[x] < 0) continue
+    const root = find(x)
+    let g = groups.get(root)
+    if (!g) {
+      g = { left: [], right: [] }
+      groups.set(root, g)
+    }
+    if (x < leftLength) g.left.push(x)
+    else g.right.push(x - leftLength)
+  }
+  return [...groups.values()]
+}
