@@ -33,10 +33,16 @@ export function explainUnmatched(
   const slot = new Int32Array(ownFree.length).fill(-1)
   for (let k = 0; k < count; k++) slot[rows[k]] = k
   const best = new Float32Array(count).fill(-1)
-  const merge = (index: number, near: NearMisses, ownRows: Int32Array | null, otherRows: Int32Array | null) => {
+  const merge = (
+    index: number,
+    near: NearMisses,
+    ownRows: Int32Array | null,
+    otherRows: Int32Array | null,
+    freeAfterPass: Uint8Array | null,
+  ) => {
     for (let k = 0; k < near.share.length; k++) {
       const share = near.share[k]
-      if (share < 0) continue
+      if (share < 0 || (freeAfterPass !== null && freeAfterPass[k] === 0)) continue
       const own = ownRows === null ? k : ownRows[k]
       if (ownFree[own] === 0) continue // matched in the end: nothing to explain (and a cheap test first)
       const s = slot[own]
@@ -54,9 +60,11 @@ export function explainUnmatched(
   for (const p of passes) {
     if (p.near) {
       const near = side === 'l' ? p.near.left : p.near.right
-      const [ownRows, otherRows] =
-        side === 'l' ? [p.near.leftRows, p.near.rightRows] : [p.near.rightRows, p.near.leftRows]
-      merge(p.index, near, ownRows, otherRows)
+      const [ownRows, otherRows, free] =
+        side === 'l'
+          ? [p.near.leftRows, p.near.rightRows, p.near.leftFree]
+          : [p.near.rightRows, p.near.leftRows, p.near.rightFree]
+      merge(p.index, near, ownRows, otherRows, free)
     } else if (p.band) {
       // every record of the other side, matched or not, against the unmatched records of this side
       const near = nearMisses(ownFree.length)
@@ -70,7 +78,7 @@ export function explainUnmatched(
       }
       const [leftRows, rightRows] = side === 'l' ? [rows, others] : [others, rows]
       bandCandidates(band.plan, band.compiler, leftRows, rightRows, () => true, visit)
-      merge(p.index, near, null, null)
+      merge(p.index, near, null, null, null)
     }
   }
   return { rows, candidate, pass, conjunct, candidateTaken }

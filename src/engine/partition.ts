@@ -74,12 +74,7 @@ export function partitionSide(table: Table, columns: string[], keys: SideKeys, b
 /** Copies a column into partition order: value i goes to position pos[i] (skipped when -1). */
 function scatterColumn(col: Column, pos: Int32Array, count: number): Column {
   const n = col.length
-  let valid: Uint8Array | null = null
-  if (col.valid !== null) {
-    valid = new Uint8Array(count)
-    const src = col.valid
-    for (let i = 0; i < n; i++) if (pos[i] >= 0) valid[pos[i]] = src[i]
-  }
+  const valid = col.valid === null ? null : scatterU8(col.valid, pos, count)
   if (col.type === 'string') {
     const { offsets, data } = col
     const outOffsets = new Int32Array(count + 1)
@@ -94,8 +89,28 @@ function scatterColumn(col: Column, pos: Int32Array, count: number): Column {
     }
     return { type: 'string', length: count, valid, offsets: outOffsets, data: outData }
   }
-  const src = col.values
-  const values = new (src.constructor as new (n: number) => typeof src)(count)
-  for (let i = 0; i < n; i++) if (pos[i] >= 0) values[pos[i]] = src[i]
-  return { ...col, length: count, valid, values } as Column
+  // one loop per array type: a loop that met several typed-array classes would go megamorphic
+  if (col.values instanceof Float64Array)
+    return { ...col, length: count, valid, values: scatterF64(col.values, pos, count) } as Column
+  if (col.values instanceof Int32Array)
+    return { ...col, length: count, valid, values: scatterI32(col.values, pos, count) } as Column
+  return { ...col, length: count, valid, values: scatterU8(col.values, pos, count) } as Column
+}
+
+function scatterF64(src: Float64Array, pos: Int32Array, count: number): Float64Array {
+  const out = new Float64Array(count)
+  for (let i = 0; i < src.length; i++) if (pos[i] >= 0) out[pos[i]] = src[i]
+  return out
+}
+
+function scatterI32(src: Int32Array, pos: Int32Array, count: number): Int32Array {
+  const out = new Int32Array(count)
+  for (let i = 0; i < src.length; i++) if (pos[i] >= 0) out[pos[i]] = src[i]
+  return out
+}
+
+function scatterU8(src: Uint8Array, pos: Int32Array, count: number): Uint8Array {
+  const out = new Uint8Array(count)
+  for (let i = 0; i < src.length; i++) if (pos[i] >= 0) out[pos[i]] = src[i]
+  return out
 }

@@ -56,7 +56,15 @@ export interface PreparedPass {
 export interface PassEvidence {
   index: number
   /** Hash passes: nearest misses found during the join, by position. */
-  near?: { left: NearMisses; right: NearMisses; leftRows: Int32Array; rightRows: Int32Array }
+  near?: {
+    left: NearMisses
+    right: NearMisses
+    leftRows: Int32Array
+    rightRows: Int32Array
+    /** Free flags by position after this pass: a record taken here needs no explanation. */
+    leftFree: Uint8Array
+    rightFree: Uint8Array
+  }
   /** Band passes: probed again after the last pass, among the records still unmatched. */
   band?: PreparedPass
 }
@@ -208,7 +216,10 @@ export function runPass(p: PreparedPass, leftFree: Uint8Array, rightFree: Uint8A
     const { left, right, equal } = space.partitioned
     const near = { left: nearMisses(left.rows.length), right: nearMisses(right.rows.length) }
     partitionedJoin(left, right, equal, p.checks, lf, rf, near.left, near.right, push)
-    evidence = { index: p.index, near: { ...near, leftRows: left.rows, rightRows: right.rows } }
+    evidence = {
+      index: p.index,
+      near: { ...near, leftRows: left.rows, rightRows: right.rows, leftFree: lf, rightFree: rf },
+    }
   } else {
     const failed = p.checks.failed
     bandCandidates(p.plan, p.compiler, freePositions(lf), freePositions(rf), (i, j) => failed(i, j) === 0, push)

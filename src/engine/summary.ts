@@ -4,28 +4,9 @@ import type { MatchSet } from './evidence.js'
 import type { Table } from './table.js'
 import { formatDecimal } from './values.js'
 
+// Partial sums of units move into a BigInt before they could pass 2^52: totals stay exact for any
+// number of rows.
 const LIMIT = 2 ** 52
-
-/**
- * An exact sum of integer units: partial sums move into a BigInt before they could pass 2^52,
- * so the total is exact for any number of rows.
- */
-export class UnitsSum {
-  private big = 0n
-  private small = 0
-
-  add(units: number): void {
-    this.small += units
-    if (this.small > LIMIT || this.small < -LIMIT) {
-      this.big += BigInt(this.small)
-      this.small = 0
-    }
-  }
-
-  total(): bigint {
-    return this.big + BigInt(this.small)
-  }
-}
 
 /** An amount column (decimal or integer) of a table, or undefined when there is none by that name. */
 export interface AmountColumn {
@@ -72,21 +53,9 @@ export function sideTotals(
   const start = side === 'left' ? matches.leftStart : matches.rightStart
   const rows = side === 'left' ? matches.leftRows : matches.rightRows
   const records = new Array<number>(passes).fill(0)
-  const sums = Array.from({ length: passes }, () => new UnitsSum())
-  const values = amount?.values
-  const valid = amount?.valid ?? null
-  for (let k = 0; k < matches.count; k++) {
-    const p = matches.pass[k]
-    records[p] += start[k + 1] - start[k]
-    if (!values) continue
-    const sum = sums[p]
-    for (let n = start[k]; n < start[k + 1]; n++) {
-      const row = rows[n]
-      if (valid === null || valid[row] === 1) sum.add(values[row])
-    }
-  }
+  for (let k = 0; k < matches.count; k++) records[matches.pass[k]] += start[k + 1] - start[k]
   const matched = records.reduce((a, b) => a + b, 0)
-  if (!amount || !values) {
+  if (!amount) {
     return {
       rows: table.length,
       matched,
@@ -96,16 +65,44 @@ export function sideTotals(
       byPass: records.map((r) => ({ records: r, amount: null })),
     }
   }
-  const all = new UnitsSum()
-  for (let row = 0; row < table.length; row++) if (valid === null || valid[row] === 1) all.add(values[row])
-  const total = all.total()
-  const matchedTotal = sums.reduce((acc, s) => acc + s.total(), 0n)
+  const { values, valid, scale } = amount
+  // matched rows of each pass, as a pass number per table row (-1: unmatched), then one sweep
+  const passOf = new Int32Array(table.length).fill(-1)
+  for (let k = 0; k < matches.count; k++) {
+    const p = matches.pass[k]
+    for (let n = start[k]; n < start[k + 1]; n++) passOf[rows[n]] = p
+  }
+  const sums = new Array<bigint>(passes).fill(0n)
+  const partial = new Float64Array(passes)
+  let unmatchedBig = 0n
+  let unmatched = 0
+  for (let row = 0; row < table.length; row++) {
+    if (valid !== null && valid[row] === 0) continue
+    const v = values[row]
+    const p = passOf[row]
+    if (p < 0) {
+      unmatched += v
+      if (unmatched > LIMIT || unmatched < -LIMIT) {
+        unmatchedBig += BigInt(unmatched)
+        unmatched = 0
+      }
+    } else {
+      const x = partial[p] + v
+      if (x > LIMIT || x < -LIMIT) {
+        sums[p] += BigInt(x)
+        partial[p] = 0
+      } else partial[p] = x
+    }
+  }
+  const byPass = sums.map((s, p) => s + BigInt(partial[p]))
+  const matchedTotal = byPass.reduce((a, b) => a + b, 0n)
+  const unmatchedTotal = unmatchedBig + BigInt(unmatched)
   return {
     rows: table.length,
     matched,
-    amount: formatUnits(total, amount.scale),
-    matchedAmount: formatUnits(matchedTotal, amount.scale),
-    unmatchedAmount: formatUnits(total - matchedTotal, amount.scale),
-    byPass: records.map((r, p) => ({ records: r, amount: formatUnits(sums[p].total(), amount.scale) })),
+    amount: formatUnits(matchedTotal + unmatchedTotal, scale),
+    matchedAmount: formatUnits(matchedTotal, scale),
+    unmatchedAmount: formatUnits(unmatchedTotal, scale),
+    byPass: records.map((r, p) => ({ records: r, amount: formatUnits(byPass[p], scale) })),
   }
 }
