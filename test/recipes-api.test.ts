@@ -186,3 +186,29 @@ t.test('explain shows hash keys, bands, residuals and phases', async (t) => {
   t.equal(invalid.statusCode, 400)
   t.equal(invalid.json().error, 'invalid_recipe')
 })
+
+t.test('execute runs a recipe on the loaded scopes (sample) or on its own scopes (full)', async (t) => {
+  const { app } = await withSources(t)
+  const err = await app.recipes.execute(recipe, 'sample').catch((e: Error) => e)
+  t.match(err, { code: 'scope_not_loaded', status: 409 })
+
+  const loaded = await app.inject({
+    method: 'POST',
+    url: '/api/sources/bank/load-scoped',
+    payload: { conditions: [{ column: 'amount', op: 'gt', value: 60 }] },
+  })
+  t.equal(loaded.json().total_rows, 1)
+  await app.inject({ method: 'POST', url: '/api/sources/invoices/load-scoped', payload: {} })
+  const sample = await app.recipes.execute(recipe, 'sample')
+  t.same([sample.summary.left.rows, sample.summary.matches, sample.summary.right.unmatched], [1, 1, 1])
+
+  const full = await app.recipes.execute(recipe, 'full', { version: 3 })
+  t.match(full.summary, {
+    status: 'completed',
+    recipe_version: 3,
+    matches: 2,
+    left: { rows: 2, matched: 2, amount: '150.50' },
+    right: { rows: 2, matched: 2, amount: '150.49' },
+  })
+  t.equal(app.engine.get('bank')?.table.length, 1, 'a full run leaves the loaded scope as it was')
+})

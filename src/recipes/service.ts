@@ -10,6 +10,9 @@ import { nearestNames } from '../engine/similarity.js'
 import { ConcordError, notFound } from '../errors.js'
 import { FilterConditionSchema } from '../sources/schemas.js'
 import type { SourcesService } from '../sources/service.js'
+import { type RunOptions, type RunResult, reconcile } from '../engine/reconcile.js'
+import type { Table } from '../engine/table.js'
+import { EngineContext } from '../sources/connector.js'
 import { type ExplainReply, explainRecipe } from './explain.js'
 import type { Recipe } from './schema.js'
 import type { Schemas } from './types.js'
@@ -92,6 +95,45 @@ export class RecipesService {
     const recipe = input as Recipe
     const { schemas } = await this.schemasOf(recipe)
     return { recipe, schemas: schemas! }
+  }
+
+  /**
+   * The two tables a recipe runs on. `sample`: the scoped tables already loaded into the engine
+   * (POST /api/sources/:alias/load-scoped); `full`: each side's source loaded with the recipe's
+   * own scope, into a scratch context (the engine's scoped tables are left as they were).
+   */
+  async sides(recipe: Recipe, mode: 'sample' | 'full', signal?: AbortSignal): Promise<{ left: Table; right: Table }> {
+    const load = async (side: 'left' | 'right'): Promise<Table> => {
+      const { source: alias, scope = [] } = recipe[side]
+      if (mode === 'sample') {
+        const scoped = this.sources.engine.get(alias)
+        if (!scoped)
+          throw new ConcordError(
+            'scope_not_loaded',
+            `no scoped table is loaded for ${side} source "${alias}"`,
+            409,
+            `load one with POST /api/sources/${alias}/load-scoped, or run in full mode`,
+          )
+        return scoped.table
+      }
+      const source = await this.sources.source(alias)
+      const scoped = await this.sources
+        .connector(source.type)
+        .registerScoped(new EngineContext(), alias, source, scope, { signal })
+      return scoped.table
+    }
+    return { left: await load('left'), right: await load('right') }
+  }
+
+  /** Validates a recipe, loads its sides and runs it in the engine: the entry point runs build on. */
+  async execute(
+    input: unknown,
+    mode: 'sample' | 'full',
+    opts: RunOptions & { version?: number } = {},
+  ): Promise<RunResult> {
+    const { recipe } = await this.checked(input)
+    const { left, right } = await this.sides(recipe, mode, opts.signal)
+    return reconcile(recipe, left, right, opts)
   }
 
   async explain(input: unknown): Promise<ExplainReply> {

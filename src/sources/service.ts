@@ -174,6 +174,11 @@ export class SourcesService {
     }
   }
 
+  /** The connector of a source type. */
+  connector(type: string): SourceConnector {
+    return this.connectors.get(type)
+  }
+
   /** The stored source with its full (unredacted) config, for connectors. */
   async source(alias: string): Promise<Source> {
     const row = await this.row(alias)
