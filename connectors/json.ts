@@ -1,14 +1,9 @@
 // JSON file sources (a top-level array or NDJSON): loaded whole, filtered in the engine.
 
-import fp from 'fastify-plugin'
 import { loadJson } from '../src/engine/json.js'
 import { fileConnector } from '../src/sources/files.js'
+import type { ConnectorContext } from '../src/sources/registry.js'
 
 export const jsonConnector = (dataDir: string) => fileConnector('json', dataDir, loadJson)
 
-export default fp(
-  async (app) => {
-    app.connectors.register(jsonConnector(app.config.dataDir))
-  },
-  { name: 'connector-json', dependencies: ['connectors'] },
-)
+export default (ctx: ConnectorContext) => jsonConnector(ctx.dataDir)

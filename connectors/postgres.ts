@@ -4,7 +4,6 @@
 // straight into typed column builders: never the whole result as JS objects, never lossy numbers.
 
 import type { FastifyBaseLogger } from 'fastify'
-import fp from 'fastify-plugin'
 import pg from 'pg'
 import Cursor from 'pg-cursor'
 import { Type } from 'typebox'
@@ -15,6 +14,7 @@ import type { Table } from '../src/engine/table.js'
 import type { ColumnInfo, ColumnType, FilterCondition, NativeQuery } from '../src/engine/types.js'
 import { ConcordError } from '../src/errors.js'
 import type { EngineContext, LoadOptions, ScopedTable, Source, SourceConnector } from '../src/sources/connector.js'
+import type { ConnectorContext } from '../src/sources/registry.js'
 
 export interface PostgresSourceConfig {
   connection_string: string
@@ -435,15 +435,5 @@ function sourceError(err: unknown, conn: string): Error {
   )
 }
 
-export default fp(
-  async (app) => {
-    app.connectors.register(
-      postgresConnector({
-        statementTimeoutMs: app.config.sourceStatementTimeoutMs,
-        poolMax: app.config.sourcePoolMax,
-        log: app.log,
-      }),
-    )
-  },
-  { name: 'connector-postgres', dependencies: ['connectors'] },
-)
+export default (ctx: ConnectorContext) =>
+  postgresConnector({ statementTimeoutMs: ctx.statementTimeoutMs, poolMax: ctx.poolMax, log: ctx.log })

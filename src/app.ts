@@ -6,9 +6,6 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
-import csvConnector from '../connectors/csv.js'
-import jsonConnector from '../connectors/json.js'
-import postgresConnector from '../connectors/postgres.js'
 import type { Config } from './config.js'
 import type { ServiceDatabase } from './db/connect.js'
 import dbPlugin from './db/plugin.js'
@@ -72,9 +69,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   await app.register(dbPlugin, { database: opts.database })
   await app.register(connectors)
-  await app.register(csvConnector)
-  await app.register(jsonConnector)
-  await app.register(postgresConnector)
   await app.register(sources)
   await app.register(recipes)
 

@@ -1,9 +1,36 @@
-// The connector registry: connectors/*.ts register themselves here; the sources service asks it
-// for the connector of a source's type. Adding a source type is adding one connector file.
+// The connector registry: every file in connectors/ default-exports a factory that builds its
+// SourceConnector, and the registry loads them all, so adding a source type is adding one file.
+// The service, the run workers and the CLI each load their own registry the same way.
 
+import { readdir } from 'node:fs/promises'
+import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
 import { ConcordError } from '../errors.js'
 import type { SourceConnector } from './connector.js'
+
+/** What a connector factory may use: the service's settings that concern sources. */
+export interface ConnectorContext {
+  dataDir: string
+  statementTimeoutMs: number
+  poolMax: number
+  log?: FastifyBaseLogger
+}
+
+export type ConnectorFactory = (ctx: ConnectorContext) => SourceConnector
+
+const CONNECTORS_DIR = new URL('../../connectors/', import.meta.url)
+
+/** A registry with every connector in connectors/, in file-name order. */
+export async function loadConnectors(ctx: ConnectorContext): Promise<ConnectorRegistry> {
+  const registry = new ConnectorRegistry()
+  const files = (await readdir(CONNECTORS_DIR)).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts')).sort()
+  for (const file of files) {
+    const mod = (await import(new URL(file, CONNECTORS_DIR).href)) as { default?: ConnectorFactory }
+    if (typeof mod.default !== 'function') throw new Error(`connectors/${file} must default-export a connector factory`)
+    registry.register(mod.default(ctx))
+  }
+  return registry
+}
 
 export class ConnectorRegistry {
   private readonly byType = new Map<string, SourceConnector>()
@@ -47,7 +74,12 @@ declare module 'fastify' {
 
 export default fp(
   async (app) => {
-    const registry = new ConnectorRegistry()
+    const registry = await loadConnectors({
+      dataDir: app.config.dataDir,
+      statementTimeoutMs: app.config.sourceStatementTimeoutMs,
+      poolMax: app.config.sourcePoolMax,
+      log: app.log,
+    })
     app.decorate('connectors', registry)
     app.addHook('onClose', () => registry.close())
   },
