@@ -14,6 +14,9 @@ import recipes from './recipes/service.js'
 import { recipeWireSchemas } from './recipes/schema.js'
 import healthRoutes from './routes/health.js'
 import recipeRoutes from './routes/recipes.js'
+import runRoutes from './routes/runs.js'
+import { runWireSchemas } from './runs/schema.js'
+import runs from './runs/service.js'
 import sourceRoutes from './routes/sources.js'
 import connectors from './sources/registry.js'
 import { sharedSchemas } from './sources/schemas.js'
@@ -36,7 +39,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('config', opts.config)
-  const schemas = [...sharedSchemas, ...recipeWireSchemas]
+  const schemas = [...sharedSchemas, ...recipeWireSchemas, ...runWireSchemas]
   for (const schema of schemas) app.addSchema(schema)
   app.setValidatorCompiler(typeboxValidator(schemas))
   app.setErrorHandler(errorHandler)
@@ -59,6 +62,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       tags: [
         { name: 'sources', description: 'Register sources and load scoped tables' },
         { name: 'recipes', description: 'Save, version, validate and explain reconciliation recipes' },
+        { name: 'runs', description: 'Run recipes as background jobs; page and export their results' },
         { name: 'ops', description: 'Health and readiness' },
       ],
     },
@@ -71,10 +75,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(connectors)
   await app.register(sources)
   await app.register(recipes)
+  await app.register(runs)
 
   await app.register(healthRoutes)
   await app.register(sourceRoutes)
   await app.register(recipeRoutes)
+  await app.register(runRoutes)
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   return app
 }

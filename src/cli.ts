@@ -3,22 +3,29 @@
 import { buildApp } from './app.js'
 import { loadConfig } from './config.js'
 import { embeddedDir, migrateToLatest, openDatabase } from './db/connect.js'
+import { RECONCILE_USAGE, reconcileCommand } from './runs/cli.js'
 import { serve } from './server.js'
 
 const USAGE = `usage: concord <command>
 
 commands:
-  serve     start the HTTP service (same as npm start)
-  migrate   bring the database to the latest schema and exit
-  openapi   print the OpenAPI document to stdout
+  serve      start the HTTP service (same as npm start)
+  reconcile  match two files or sources with a recipe, without a server (see below)
+  migrate    bring the database to the latest schema and exit
+  openapi    print the OpenAPI document to stdout
 
-configuration comes from the environment: PORT, HOST, DATA_DIR, DATABASE_URL, LOG_LEVEL (see README)`
+configuration comes from the environment: PORT, HOST, DATA_DIR, DATABASE_URL, LOG_LEVEL (see README)
+
+${RECONCILE_USAGE}`
 
 export async function main(argv: string[]): Promise<void> {
   const [command] = argv
   switch (command) {
     case 'serve':
       return serve()
+    case 'reconcile':
+      process.exitCode = await reconcileCommand(argv.slice(1), loadConfig({ ...process.env, LOG_LEVEL: 'silent' }))
+      return
     case 'migrate': {
       const config = loadConfig()
       const database = await openDatabase({ url: config.databaseUrl, pgliteDir: embeddedDir(config.dataDir) })

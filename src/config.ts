@@ -1,7 +1,7 @@
 // Configuration: every environment variable the service reads, typed and defaulted in one place.
 // The README's configuration table lists the same variables.
 
-import { resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import { type Static, Type } from 'typebox'
 import { Value } from 'typebox/value'
 
@@ -10,6 +10,8 @@ const ConfigSchema = Type.Object({
   HOST: Type.String({ default: '127.0.0.1' }),
   DATA_DIR: Type.String({ default: './data' }),
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
+  /** Where run results are kept; defaults to DATA_DIR/runs. */
+  RUNS_DIR: Type.Optional(Type.String({ minLength: 1 })),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
@@ -20,6 +22,8 @@ const ConfigSchema = Type.Object({
   SOURCE_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 300_000 }),
   /** Connections per PostgreSQL source database. */
   SOURCE_POOL_MAX: Type.Integer({ minimum: 1, default: 4 }),
+  /** Runs executed at the same time (each in its own worker thread); the rest wait in a queue. */
+  RUN_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
 })
 
 export type EnvConfig = Static<typeof ConfigSchema>
@@ -30,10 +34,13 @@ export interface Config {
   /** Absolute path of the data folder: the embedded database, uploads, file sources. */
   dataDir: string
   databaseUrl?: string
+  /** Absolute path of the run results folder. */
+  runsDir: string
   logLevel: EnvConfig['LOG_LEVEL']
   maxUploadBytes: number
   sourceStatementTimeoutMs: number
   sourcePoolMax: number
+  runConcurrency: number
 }
 
 /** Reads the configuration from `env`; throws one readable error listing every bad variable. */
@@ -56,10 +63,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: c.HOST,
     dataDir: resolve(c.DATA_DIR),
     databaseUrl: c.DATABASE_URL,
+    runsDir: resolve(c.RUNS_DIR ?? join(c.DATA_DIR, 'runs')),
     logLevel: c.LOG_LEVEL,
     maxUploadBytes: c.MAX_UPLOAD_BYTES,
     sourceStatementTimeoutMs: c.SOURCE_STATEMENT_TIMEOUT_MS,
     sourcePoolMax: c.SOURCE_POOL_MAX,
+    runConcurrency: c.RUN_CONCURRENCY,
   }
 }
 

@@ -775,6 +775,618 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Runs, newest first */
+        get: {
+            parameters: {
+                query: {
+                    offset: number;
+                    limit: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RunList"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Start a run: 202 with the run, which then executes in the background */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["RunRequest"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RunView"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A run: status, progress, summary */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RunView"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a run and its stored results (a running run is cancelled first) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{id}/matches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A page of matches */
+        get: {
+            parameters: {
+                query: {
+                    offset: number;
+                    limit: number;
+                    /** @description only this pass */
+                    pass?: string;
+                    /** @description only ambiguous (true) or clean (false) matches */
+                    ambiguous?: boolean;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["MatchesPage"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{id}/unmatched/left": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A page of unmatched left records, each with its closest candidate and why it failed */
+        get: {
+            parameters: {
+                query: {
+                    offset: number;
+                    limit: number;
+                    /** @description only records whose nearest miss is in this pass */
+                    failed_pass?: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["UnmatchedPage"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{id}/unmatched/right": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A page of unmatched right records, each with its closest candidate and why it failed */
+        get: {
+            parameters: {
+                query: {
+                    offset: number;
+                    limit: number;
+                    /** @description only records whose nearest miss is in this pass */
+                    failed_pass?: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["UnmatchedPage"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download a result set, streamed: CSV, or the Arrow IPC file */
+        get: {
+            parameters: {
+                query: {
+                    format: "csv" | "arrow";
+                    set: "matches" | "unmatched-left" | "unmatched-right";
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the file */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": string;
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a queued or running run; its resources are freed and nothing of it is kept */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RunView"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a new run with what a finished run ran (recipe, parameters, mode, engine) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RunView"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -880,6 +1492,27 @@ export interface components {
             /** @default [] */
             scope: components["schemas"]["FilterCondition"][];
         };
+        /** @description A value given when the recipe runs, added to the scope of the sides it names (left and/or right) */
+        RecipeParam: {
+            name: string;
+            type: "date" | "timestamp" | "string" | "integer" | "decimal" | "boolean";
+            description?: string;
+            left?: {
+                column: string;
+                /** @description how the column compares with the value */
+                op: "eq" | "neq" | "gt" | "gte" | "lt" | "lte" | "like";
+            };
+            right?: {
+                column: string;
+                /** @description how the column compares with the value */
+                op: "eq" | "neq" | "gt" | "gte" | "lt" | "lte" | "like";
+            };
+            /**
+             * @description false: the condition is left out when no value is given
+             * @default true
+             */
+            required: boolean;
+        };
         Recipe: {
             /** @description the saved version; set by the service when the recipe is saved */
             version?: number;
@@ -888,6 +1521,8 @@ export interface components {
             left: components["schemas"]["RecipeSide"];
             right: components["schemas"]["RecipeSide"];
             passes: components["schemas"]["RecipePass"][];
+            /** @description runtime parameters, e.g. a period */
+            params?: components["schemas"]["RecipeParam"][];
         };
         ValidationIssue: {
             /** @description the pass, or null for the recipe as a whole */
@@ -968,6 +1603,154 @@ export interface components {
             }[];
             /** @description the plan as readable text */
             text: string;
+        };
+        RunRequest: {
+            /** @description a saved recipe (or give `recipe` inline) */
+            recipe_id?: string;
+            /** @description with recipe_id: a version other than the latest */
+            version?: number;
+            recipe?: components["schemas"]["Recipe"];
+            /**
+             * @description sample: the scoped tables loaded with load-scoped; full: each source loaded with the recipe scope
+             * @default full
+             */
+            mode: "sample" | "full";
+            /**
+             * @description match, keep only the summary, store no results
+             * @default false
+             */
+            dry_run: boolean;
+            /** @description values of the recipe's parameters */
+            params?: {
+                [key: string]: string | number | boolean;
+            };
+            /**
+             * @description postgres: run the matching inside PostgreSQL when both sources are tables of one database
+             * @default memory
+             */
+            engine: "memory" | "postgres";
+        };
+        RunSummary: {
+            recipe: string;
+            recipe_version: number | null;
+            status: "completed" | "failed";
+            left: {
+                rows: number;
+                matched: number;
+                unmatched: number;
+                amount: string | null;
+                matched_amount: string | null;
+                unmatched_amount: string | null;
+            };
+            right: {
+                rows: number;
+                matched: number;
+                unmatched: number;
+                amount: string | null;
+                matched_amount: string | null;
+                unmatched_amount: string | null;
+            };
+            matches: number;
+            ambiguous: number;
+            /** @description matched records over all records, both sides */
+            match_rate: number;
+            passes: {
+                name: string;
+                pattern: string;
+                status: "done" | "failed" | "skipped";
+                depends_on: string[];
+                blocked_by?: string[];
+                error?: string;
+                matches: number;
+                ambiguous: number;
+                left_matched: number;
+                right_matched: number;
+                left_amount: string | null;
+                right_amount: string | null;
+                ms: number;
+            }[];
+            timings: {
+                plan_ms: number;
+                match_ms: number;
+                evidence_ms: number;
+                total_ms: number;
+            };
+        };
+        RunView: {
+            id: string;
+            status: "queued" | "running" | "completed" | "failed" | "cancelled" | "interrupted";
+            mode: string;
+            engine: string;
+            dry_run: boolean;
+            recipe_id: string | null;
+            recipe_version: number | null;
+            recipe_name: string;
+            /** @description the parameter values the run used */
+            params: {
+                [key: string]: string | number | boolean;
+            };
+            progress: {
+                phase: "queued" | "loading" | "matching" | "writing" | "done";
+                rows_loaded: {
+                    left: number | null;
+                    right: number | null;
+                };
+                pass: string | null;
+                percent: number;
+            };
+            summary: components["schemas"]["RunSummary"] | null;
+            error: {
+                error: string;
+                message: string;
+                suggestion?: string;
+            } | null;
+            retry_of: string | null;
+            /** Format: date-time */
+            created_at: string;
+            started_at: string | null;
+            finished_at: string | null;
+        };
+        RunList: {
+            runs: components["schemas"]["RunView"][];
+            total: number;
+        };
+        MatchesPage: {
+            /** @description records in the set (after filters) */
+            total: number;
+            offset: number;
+            limit: number;
+            items: {
+                match_id: string;
+                pass: string;
+                pattern: string;
+                left_keys: string[];
+                right_keys: string[];
+                score: number;
+                deltas: {
+                    amount: string | null;
+                    days: number | null;
+                };
+                ambiguous: boolean;
+            }[];
+        };
+        UnmatchedPage: {
+            /** @description records in the set (after filters) */
+            total: number;
+            offset: number;
+            limit: number;
+            items: {
+                record_key: string;
+                closest_candidate: string | null;
+                failed: {
+                    pass: string;
+                    conjunct: string;
+                } | null;
+                reason: string;
+                /** @description the record's columns */
+                record: {
+                    [key: string]: string | number | boolean | null;
+                };
+            }[];
         };
     };
     responses: never;

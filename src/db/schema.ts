@@ -2,7 +2,9 @@
 
 import type { ColumnType, Generated, Insertable, JSONColumnType, Selectable } from 'kysely'
 import type { ColumnInfo } from '../engine/types.js'
+import type { RunSummary } from '../engine/reconcile.js'
 import type { Recipe } from '../recipes/schema.js'
+import type { JobProgress } from '../runs/job.js'
 
 export interface SourcesTable {
   alias: string
@@ -29,13 +31,37 @@ export interface RecipeVersionsTable {
   created_at: ColumnType<Date, never, never>
 }
 
+export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'interrupted'
+
+export interface RunsTable {
+  id: string
+  recipe_id: string | null
+  recipe_version: number | null
+  /** The recipe as it ran, parameters applied. */
+  recipe: JSONColumnType<Recipe, string, string>
+  mode: 'sample' | 'full'
+  engine: 'memory' | 'postgres'
+  dry_run: boolean
+  params: JSONColumnType<Record<string, string | number | boolean>, string, string>
+  status: RunStatus
+  progress: JSONColumnType<JobProgress, string, string>
+  summary: JSONColumnType<RunSummary | null, string | null, string | null>
+  error: JSONColumnType<{ error: string; message: string; suggestion?: string } | null, string | null, string | null>
+  retry_of: string | null
+  created_at: ColumnType<Date, never, never>
+  started_at: ColumnType<Date | null, Date | null, Date | null>
+  finished_at: ColumnType<Date | null, Date | null, Date | null>
+}
+
 export interface Database {
   sources: SourcesTable
   recipes: RecipesTable
   recipe_versions: RecipeVersionsTable
+  runs: RunsTable
 }
 
 export type SourceRow = Selectable<SourcesTable>
 export type NewSourceRow = Insertable<SourcesTable>
 export type RecipeRow = Selectable<RecipesTable>
+export type RunRow = Selectable<RunsTable>
 export type { Generated }

@@ -42,6 +42,39 @@ export const SideSchema = Type.Object(
   { $id: 'RecipeSide', additionalProperties: false },
 )
 
+export const PARAM_TYPES = ['date', 'timestamp', 'string', 'integer', 'decimal', 'boolean'] as const
+export type ParamType = (typeof PARAM_TYPES)[number]
+export const PARAM_OPS = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'like'] as const
+
+const ParamTarget = Type.Object(
+  {
+    column: Type.String(),
+    op: Type.Union(
+      PARAM_OPS.map((o) => Type.Literal(o)),
+      { description: 'how the column compares with the value' },
+    ),
+  },
+  { additionalProperties: false },
+)
+
+export const ParamSchema = Type.Object(
+  {
+    name: Type.String({ pattern: '^[a-z][a-z0-9_]{0,62}$' }),
+    type: Type.Union(PARAM_TYPES.map((t) => Type.Literal(t))),
+    description: Type.Optional(Type.String()),
+    left: Type.Optional(ParamTarget),
+    right: Type.Optional(ParamTarget),
+    required: Type.Optional(
+      Type.Boolean({ default: true, description: 'false: the condition is left out when no value is given' }),
+    ),
+  },
+  {
+    $id: 'RecipeParam',
+    additionalProperties: false,
+    description: 'A value given when the recipe runs, added to the scope of the sides it names (left and/or right)',
+  },
+)
+
 export const RecipeSchema = Type.Object(
   {
     version: Type.Optional(
@@ -52,6 +85,7 @@ export const RecipeSchema = Type.Object(
     left: Type.Ref('RecipeSide'),
     right: Type.Ref('RecipeSide'),
     passes: Type.Array(Type.Ref('RecipePass'), { minItems: 1 }),
+    params: Type.Optional(Type.Array(Type.Ref('RecipeParam'), { description: 'runtime parameters, e.g. a period' })),
   },
   { $id: 'Recipe', additionalProperties: false },
 )
@@ -74,6 +108,14 @@ export interface RecipeSide {
   key: string[]
   scope?: import('../engine/types.js').FilterCondition[]
 }
+export interface RecipeParam {
+  name: string
+  type: ParamType
+  description?: string
+  left?: { column: string; op: (typeof PARAM_OPS)[number] }
+  right?: { column: string; op: (typeof PARAM_OPS)[number] }
+  required?: boolean
+}
 export interface Recipe {
   version?: number
   name: string
@@ -81,9 +123,10 @@ export interface Recipe {
   left: RecipeSide
   right: RecipeSide
   passes: RecipePass[]
+  params?: RecipeParam[]
 }
 
-export const recipeSchemas = [AggregateSchema, PassSchema, SideSchema, RecipeSchema]
+export const recipeSchemas = [AggregateSchema, PassSchema, SideSchema, ParamSchema, RecipeSchema]
 export type RecipeStatic = Static<typeof RecipeSchema>
 
 // ---- wire schemas of the recipes API --------------------------------------------------------

@@ -8,6 +8,7 @@ import { orderPasses, PassGraphError } from '../engine/passes.js'
 import { planPass } from '../engine/plan.js'
 import type { ColumnInfo } from '../engine/types.js'
 import { ConcordError } from '../errors.js'
+import { paramIssues } from './params.js'
 import { type Position, PredicateError, parsePredicate } from './predicate.js'
 import { type Recipe, recipeSchemas } from './schema.js'
 import { type Schemas, TypeChecker } from './types.js'
@@ -69,6 +70,8 @@ export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationRepo
       else throw err
     }
   }
+
+  for (const i of paramIssues(recipe, schemas)) add({ pass: null, ...i })
 
   try {
     orderPasses(recipe.passes)

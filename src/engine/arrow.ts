@@ -1,0 +1,124 @@
+// Tables as Apache Arrow: for run results on disk (Arrow IPC files) and exports. The column
+// layouts follow Arrow's (column.ts), so strings (offsets + UTF-8 bytes) and dates (Date32 days)
+// pass without copying their data; validity bytes are packed into Arrow's bitmaps, decimal units
+// become Decimal128 at the column's scale, integers and timestamps Int64.
+
+import {
+  Bool,
+  type Data,
+  DateDay,
+  Decimal,
+  Float64,
+  Int64,
+  List,
+  makeData,
+  makeVector,
+  Table as ArrowTable,
+  TimestampMillisecond,
+  Utf8,
+  Field,
+  type Vector,
+} from 'apache-arrow'
+import type { Column, StringColumn } from './column.js'
+import type { Table } from './table.js'
+import type { ColumnInfo } from './types.js'
+
+/** Decimal128 precision: any unit count below 2^53 fits in 16 digits; 38 is the type's maximum. */
+const DECIMAL_PRECISION = 38
+
+function bitmap(valid: Uint8Array | null, n: number): { nullBitmap?: Uint8Array; nullCount: number } {
+  if (valid === null) return { nullCount: 0 }
+  const bits = new Uint8Array((n + 7) >> 3)
+  let nulls = 0
+  for (let i = 0; i < n; i++) {
+    if (valid[i]) bits[i >> 3] |= 1 << (i & 7)
+    else nulls++
+  }
+  return nulls === 0 ? { nullCount: 0 } : { nullBitmap: bits, nullCount: nulls }
+}
+
+export function arrowData(col: Column): Data {
+  const n = col.length
+  const nulls = bitmap(col.valid, n)
+  switch (col.type) {
+    case 'string':
+      return makeData({ type: new Utf8(), length: n, ...nulls, valueOffsets: col.offsets, data: col.data })
+    case 'float':
+      return makeData({ type: new Float64(), length: n, ...nulls, data: col.values })
+    case 'integer':
+    case 'timestamp': {
+      const data = new BigInt64Array(n)
+      for (let i = 0; i < n; i++) data[i] = BigInt(col.values[i])
+      const type = col.type === 'integer' ? new Int64() : new TimestampMillisecond()
+      return makeData({ type, length: n, ...nulls, data } as never)
+    }
+    case 'decimal': {
+      // 128-bit two's complement, four little-endian 32-bit words per value
+      const words = new Uint32Array(n * 4)
+      for (let i = 0; i < n; i++) {
+        const v = col.values[i]
+        const high = Math.floor(v / 4294967296)
+        words[i * 4] = v - high * 4294967296
+        words[i * 4 + 1] = high >>> 0
+        const sign = v < 0 ? 0xffffffff : 0
+        words[i * 4 + 2] = sign
+        words[i * 4 + 3] = sign
+      }
+      return makeData({ type: new Decimal(col.scale, DECIMAL_PRECISION, 128), length: n, ...nulls, data: words })
+    }
+    case 'date':
+      return makeData({ type: new DateDay(), length: n, ...nulls, data: col.values })
+    case 'boolean': {
+      const bits = new Uint8Array((n + 7) >> 3)
+      for (let i = 0; i < n; i++) if (col.values[i]) bits[i >> 3] |= 1 << (i & 7)
+      return makeData({ type: new Bool(), length: n, ...nulls, data: bits })
+    }
+  }
+}
+
+/** Arrow vectors for a table's columns, by name (`prefix` + name). */
+export function arrowColumns(table: Table, prefix = ''): Record<string, Vector> {
+  const out: Record<string, Vector> = {}
+  table.columns.forEach((info: ColumnInfo, c) => {
+    out[`${prefix}${info.name}`] = makeVector(arrowData(table.data[c]))
+  })
+  return out
+}
+
+export function toArrowTable(table: Table): ArrowTable {
+  return new ArrowTable(arrowColumns(table))
+}
+
+/** A string column from JS strings (null = NULL). */
+export function stringColumn(values: ArrayLike<string | null>): StringColumn {
+  const n = values.length
+  const encoder = new TextEncoder()
+  const offsets = new Int32Array(n + 1)
+  let valid: Uint8Array | null = null
+  let data = new Uint8Array(Math.max(64, n * 12))
+  let at = 0
+  for (let i = 0; i < n; i++) {
+    const s = values[i]
+    if (s === null) {
+      valid ??= new Uint8Array(n).fill(1)
+      valid[i] = 0
+    } else {
+      // at most 3 bytes per UTF-16 unit
+      if (at + s.length * 3 > data.length) {
+        const bigger = new Uint8Array(Math.max(data.length * 2, at + s.length * 3))
+        bigger.set(data.subarray(0, at))
+        data = bigger
+      }
+      at += encoder.encodeInto(s, data.subarray(at)).written
+    }
+    offsets[i + 1] = at
+  }
+  return { type: 'string', length: n, valid, offsets, data: data.slice(0, at) }
+}
+
+/** A List<Utf8> vector: list k holds the strings items[starts[k] .. starts[k+1]). */
+export function stringListVector(items: StringColumn, starts: Int32Array): Vector {
+  const child = arrowData(items)
+  const type = new List(new Field('item', new Utf8(), true))
+  return makeVector(makeData({ type, length: starts.length - 1, nullCount: 0, valueOffsets: starts, child } as never))
+}

@@ -1,0 +1,170 @@
+// /api/runs: thin routes over the runs service and the result files.
+
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { arrowExport, csvExport, matchesPage, unmatchedPage } from '../runs/pages.js'
+import { RESULT_SETS, type ResultSet } from '../runs/results.js'
+import type { StartRun } from '../runs/service.js'
+
+const errors = { 400: Type.Ref('ErrorReply'), 404: Type.Ref('ErrorReply'), 409: Type.Ref('ErrorReply') }
+const IdParams = Type.Object({ id: Type.String() })
+const Paging = {
+  offset: Type.Integer({ minimum: 0, default: 0 }),
+  limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
+}
+
+const routes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post(
+    '/api/runs',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'Start a run: 202 with the run, which then executes in the background',
+        body: Type.Ref('RunRequest'),
+        response: { 202: Type.Ref('RunView'), ...errors },
+      },
+    },
+    async (request, reply) => reply.code(202).send(await app.runs.start(request.body as StartRun)),
+  )
+
+  app.get(
+    '/api/runs',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'Runs, newest first',
+        querystring: Type.Object(Paging),
+        response: { 200: Type.Ref('RunList') },
+      },
+    },
+    async (request) => app.runs.list(request.query.limit, request.query.offset),
+  )
+
+  app.get(
+    '/api/runs/:id',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'A run: status, progress, summary',
+        params: IdParams,
+        response: { 200: Type.Ref('RunView'), ...errors },
+      },
+    },
+    async (request) => app.runs.get(request.params.id),
+  )
+
+  app.get(
+    '/api/runs/:id/matches',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'A page of matches',
+        params: IdParams,
+        querystring: Type.Object({
+          ...Paging,
+          pass: Type.Optional(Type.String({ description: 'only this pass' })),
+          ambiguous: Type.Optional(Type.Boolean({ description: 'only ambiguous (true) or clean (false) matches' })),
+        }),
+        response: { 200: Type.Ref('MatchesPage'), ...errors },
+      },
+    },
+    async (request) => {
+      const { offset, limit, pass, ambiguous } = request.query
+      return matchesPage(await app.runs.completedDir(request.params.id), offset, limit, { pass, ambiguous })
+    },
+  )
+
+  for (const side of ['left', 'right'] as const) {
+    app.get(
+      `/api/runs/:id/unmatched/${side}`,
+      {
+        schema: {
+          tags: ['runs'],
+          summary: `A page of unmatched ${side} records, each with its closest candidate and why it failed`,
+          params: IdParams,
+          querystring: Type.Object({
+            ...Paging,
+            failed_pass: Type.Optional(Type.String({ description: 'only records whose nearest miss is in this pass' })),
+          }),
+          response: { 200: Type.Ref('UnmatchedPage'), ...errors },
+        },
+      },
+      async (request) => {
+        const { offset, limit, failed_pass } = request.query
+        const dir = await app.runs.completedDir(request.params.id)
+        return unmatchedPage(dir, side, offset, limit, { failedPass: failed_pass })
+      },
+    )
+  }
+
+  app.get(
+    '/api/runs/:id/export',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'Download a result set, streamed: CSV, or the Arrow IPC file',
+        params: IdParams,
+        querystring: Type.Object({
+          format: Type.Union([Type.Literal('csv'), Type.Literal('arrow')], { default: 'csv' }),
+          set: Type.Union(
+            RESULT_SETS.map((s) => Type.Literal(s)),
+            { default: 'matches' },
+          ),
+        }),
+        response: { 200: Type.String({ description: 'the file' }), ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { format, set } = request.query as { format: 'csv' | 'arrow'; set: ResultSet }
+      const dir = await app.runs.completedDir(request.params.id)
+      const name = `run-${request.params.id}-${set}.${format}`
+      reply.header('content-disposition', `attachment; filename="${name}"`)
+      if (format === 'arrow') return reply.type('application/vnd.apache.arrow.file').send(arrowExport(dir, set))
+      return reply.type('text/csv; charset=utf-8').send(await csvExport(dir, set))
+    },
+  )
+
+  app.post(
+    '/api/runs/:id/cancel',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'Cancel a queued or running run; its resources are freed and nothing of it is kept',
+        params: IdParams,
+        response: { 200: Type.Ref('RunView'), ...errors },
+      },
+    },
+    async (request) => app.runs.cancel(request.params.id),
+  )
+
+  app.post(
+    '/api/runs/:id/retry',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'Start a new run with what a finished run ran (recipe, parameters, mode, engine)',
+        params: IdParams,
+        response: { 202: Type.Ref('RunView'), ...errors },
+      },
+    },
+    async (request, reply) => reply.code(202).send(await app.runs.retry(request.params.id)),
+  )
+
+  app.delete(
+    '/api/runs/:id',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'Delete a run and its stored results (a running run is cancelled first)',
+        params: IdParams,
+        response: { 204: Type.Null(), ...errors },
+      },
+    },
+    async (request, reply) => {
+      await app.runs.remove(request.params.id)
+      return reply.code(204).send(null)
+    },
+  )
+}
+
+export default routes

@@ -1,0 +1,280 @@
+// `concord reconcile`: one run from the command line, without a server. Each side is a file (CSV
+// or JSON) or the alias of a source registered in the service's database (embedded in DATA_DIR,
+// or DATABASE_URL). The run is the same job the service runs in its workers, here in process.
+
+import { createWriteStream } from 'node:fs'
+import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { extname, join, resolve } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import type { Config } from '../config.js'
+import { embeddedDir, migrateToLatest, openDatabase } from '../db/connect.js'
+import type { RunSummary } from '../engine/reconcile.js'
+import { ConcordError } from '../errors.js'
+import { applyParams } from '../recipes/params.js'
+import type { Recipe } from '../recipes/schema.js'
+import { structuralIssues, validateRecipe } from '../recipes/validate.js'
+import type { Source } from '../sources/connector.js'
+import { type ConnectorContext, loadConnectors } from '../sources/registry.js'
+import { FilterConditionSchema } from '../sources/schemas.js'
+import { type JobProgress, runJob } from './job.js'
+import { csvExport } from './pages.js'
+import { RESULT_SETS, resultFile } from './results.js'
+
+export const RECONCILE_USAGE = `usage: concord reconcile --left FILE_OR_ALIAS --right FILE_OR_ALIAS --recipe recipe.json
+                         [--param name=value ...] [--out DIR] [--format csv|arrow] [--json]
+
+  --left, --right  a CSV or JSON file, or the alias of a registered source
+  --recipe         the recipe (JSON); its left and right sources are bound to --left and --right
+  --param          a value for one of the recipe's parameters (repeatable)
+  --out DIR        write matches, unmatched-left and unmatched-right files into DIR
+  --format         csv (default) or arrow, for --out
+  --json           print the summary as JSON instead of a table`
+
+interface Args {
+  left: string
+  right: string
+  recipe: string
+  params: Record<string, string>
+  out?: string
+  format: 'csv' | 'arrow'
+  json: boolean
+}
+
+function parseArgs(argv: string[]): Args {
+  const args: Partial<Args> & { params: Record<string, string> } = { params: {}, format: 'csv', json: false }
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i]
+    const value = () => {
+      const v = argv[++i]
+      if (v === undefined) throw usage(`${flag} needs a value`)
+      return v
+    }
+    switch (flag) {
+      case '--left':
+        args.left = value()
+        break
+      case '--right':
+        args.right = value()
+        break
+      case '--recipe':
+        args.recipe = value()
+        break
+      case '--param': {
+        const v = value()
+        const eq = v.indexOf('=')
+        if (eq <= 0) throw usage(`--param takes name=value, not "${v}"`)
+        args.params[v.slice(0, eq)] = v.slice(eq + 1)
+        break
+      }
+      case '--out':
+        args.out = value()
+        break
+      case '--format': {
+        const v = value()
+        if (v !== 'csv' && v !== 'arrow') throw usage(`--format is csv or arrow, not "${v}"`)
+        args.format = v
+        break
+      }
+      case '--json':
+        args.json = true
+        break
+      default:
+        throw usage(`unknown option "${flag}"`)
+    }
+  }
+  for (const required of ['left', 'right', 'recipe'] as const)
+    if (!args[required]) throw usage(`--${required} is required`)
+  return args as Args
+}
+
+function usage(message: string): ConcordError {
+  return new ConcordError('usage', message, 2, RECONCILE_USAGE)
+}
+
+const FILE_TYPES: Record<string, string> = { '.csv': 'csv', '.json': 'json', '.ndjson': 'json', '.jsonl': 'json' }
+
+/** A file becomes a source of its type; anything else must be a registered alias. */
+async function bindSource(value: string, alias: string, config: Config): Promise<Source> {
+  const type = FILE_TYPES[extname(value).toLowerCase()]
+  const isFile = await stat(value).then(
+    (s) => s.isFile(),
+    () => false,
+  )
+  if (type && isFile) return { alias, type, config: { path: resolve(value) } }
+  if (isFile)
+    throw new ConcordError('unknown_file_type', `cannot tell the type of "${value}"`, 2, 'name it .csv or .json')
+  if (type || value.includes('/')) throw new ConcordError('file_not_found', `no file "${value}"`, 2)
+  const database = await openDatabase({ url: config.databaseUrl, pgliteDir: embeddedDir(config.dataDir) })
+  try {
+    await migrateToLatest(database.db)
+    const row = await database.db.selectFrom('sources').selectAll().where('alias', '=', value).executeTakeFirst()
+    if (!row)
+      throw new ConcordError(
+        'source_not_found',
+        `"${value}" is neither a file nor a registered source`,
+        2,
+        'give a path to a CSV or JSON file, or register the source first',
+      )
+    return { alias, type: row.type, config: row.config }
+  } finally {
+    await database.close()
+  }
+}
+
+function progressBar(p: JobProgress): string {
+  const width = 30
+  const done = Math.round((p.percent / 100) * width)
+  const what = p.phase === 'matching' && p.pass ? `matching (pass ${p.pass})` : p.phase
+  const rows = p.rows_loaded.left !== null ? `  ${p.rows_loaded.left} × ${p.rows_loaded.right ?? '…'} rows` : ''
+  return `\r[${'#'.repeat(done)}${'.'.repeat(width - done)}] ${String(p.percent).padStart(3)}% ${what}${rows}\x1b[K`
+}
+
+export function summaryTable(s: RunSummary): string {
+  const pad = (cells: string[], widths: number[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd()
+  const lines: string[] = []
+  lines.push(
+    `recipe ${s.recipe}${s.recipe_version ? ` v${s.recipe_version}` : ''}: ${s.status}, ${s.matches} matches (${s.ambiguous} ambiguous), match rate ${(s.match_rate * 100).toFixed(1)}%`,
+  )
+  lines.push('')
+  const sides = [
+    ['', 'rows', 'matched', 'unmatched', 'amount', 'matched amount', 'unmatched amount'],
+    ...(['left', 'right'] as const).map((k) => {
+      const v = s[k]
+      return [
+        k,
+        String(v.rows),
+        String(v.matched),
+        String(v.unmatched),
+        v.amount ?? '-',
+        v.matched_amount ?? '-',
+        v.unmatched_amount ?? '-',
+      ]
+    }),
+  ]
+  const passes = [
+    ['pass', 'pattern', 'status', 'matches', 'ambiguous', 'left', 'right', 'ms'],
+    ...s.passes.map((p) => [
+      p.name,
+      p.pattern,
+      p.status,
+      String(p.matches),
+      String(p.ambiguous),
+      String(p.left_matched),
+      String(p.right_matched),
+      String(p.ms),
+    ]),
+  ]
+  for (const table of [sides, passes]) {
+    const widths = table[0].map((_, c) => Math.max(...table.map((r) => r[c].length)))
+    for (const row of table) lines.push(pad(row, widths))
+    lines.push('')
+  }
+  for (const p of s.passes) if (p.error) lines.push(`pass ${p.name}: ${p.error}`)
+  return lines.join('\n').trimEnd()
+}
+
+/** Runs `concord reconcile`; returns the exit code (0 done, 1 the run failed, 2 bad usage or input). */
+export async function reconcileCommand(argv: string[], config: Config): Promise<number> {
+  let args: Args
+  try {
+    args = parseArgs(argv)
+  } catch (err) {
+    return fail(err)
+  }
+  try {
+    const raw = JSON.parse(
+      await readFile(args.recipe, 'utf8').catch((e: Error) => {
+        throw new ConcordError('unreadable_file', `cannot read the recipe: ${e.message}`, 2)
+      }),
+    ) as unknown
+    const structural = structuralIssues(raw, { FilterCondition: FilterConditionSchema })
+    if (structural.length) throw new ConcordError('invalid_recipe', structural.map((i) => i.message).join('; '), 2)
+    const { recipe, used } = applyParams(raw as Recipe, args.params)
+    // files anywhere the user can read: the data-folder confinement guards the service, not the CLI
+    const connectors: Omit<ConnectorContext, 'log'> = {
+      dataDir: '/',
+      statementTimeoutMs: config.sourceStatementTimeoutMs,
+      poolMax: config.sourcePoolMax,
+    }
+    const sources = {
+      left: await bindSource(args.left, recipe.left.source, config),
+      right: await bindSource(args.right, recipe.right.source, config),
+    }
+    await checkRecipe(recipe, sources, connectors)
+    const tty = process.stderr.isTTY && !args.json
+    const outDir = args.out ? resolve(args.out) : undefined
+    const work = outDir ? await mkdtemp(join(tmpdir(), 'concord-')) : null
+    let summary: RunSummary
+    try {
+      const spec = {
+        runId: 'cli',
+        recipe,
+        version: typeof recipe.version === 'number' ? recipe.version : null,
+        mode: 'full' as const,
+        dryRun: !outDir,
+        sources,
+        connectors,
+        outDir: work,
+      }
+      summary = await runJob(spec, tty ? (p) => process.stderr.write(progressBar(p)) : undefined)
+      if (tty) process.stderr.write('\n')
+      if (outDir && work && summary.status === 'completed') await writeOut(work, outDir, args.format)
+    } finally {
+      if (work) await rm(work, { recursive: true, force: true })
+    }
+    process.stdout.write(
+      args.json ? `${JSON.stringify({ ...summary, params: used }, null, 2)}\n` : `${summaryTable(summary)}\n`,
+    )
+    if (outDir && summary.status === 'completed' && !args.json) process.stdout.write(`\nresults in ${outDir}\n`)
+    return summary.status === 'completed' ? 0 : 1
+  } catch (err) {
+    return fail(err)
+  }
+}
+
+async function checkRecipe(
+  recipe: Recipe,
+  sources: { left: Source; right: Source },
+  ctx: Omit<ConnectorContext, 'log'>,
+) {
+  const registry = await loadConnectors(ctx)
+  try {
+    const describe = async (s: Source) => {
+      const connector = registry.get(s.type)
+      return connector.describe({ ...s, config: await connector.prepare(s.config) })
+    }
+    const report = validateRecipe(recipe, { l: await describe(sources.left), r: await describe(sources.right) })
+    if (!report.valid) {
+      const lines = report.issues.map(
+        (i) => `${i.pass ? `pass ${i.pass}: ` : ''}${i.message}${i.suggestion ? ` (${i.suggestion})` : ''}`,
+      )
+      throw new ConcordError('invalid_recipe', `the recipe has issues:\n  ${lines.join('\n  ')}`, 2)
+    }
+  } finally {
+    await registry.close()
+  }
+}
+
+/** The three result sets into `out` (created if needed; other files in it are left alone). */
+async function writeOut(work: string, out: string, format: 'csv' | 'arrow'): Promise<void> {
+  await mkdir(out, { recursive: true })
+  for (const set of RESULT_SETS) {
+    const target = join(out, `${set}.${format}`)
+    if (format === 'arrow') await copyFile(resultFile(work, set), target)
+    else await pipeline(await csvExport(work, set), createWriteStream(target))
+  }
+}
+
+function fail(err: unknown): number {
+  if (err instanceof ConcordError) {
+    process.stderr.write(`concord reconcile: ${err.message}\n${err.suggestion ? `${err.suggestion}\n` : ''}`)
+    return err.status === 2 ? 2 : err.status >= 500 ? 1 : 2
+  }
+  process.stderr.write(`concord reconcile: ${(err as Error).message}\n`)
+  return 1
+}

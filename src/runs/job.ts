@@ -1,0 +1,92 @@
+// The body of a run: load the two sides, match them, write the results. It runs in a worker
+// thread for the service (so the API keeps answering, and a cancel can stop it at once) and in
+// process for `concord reconcile`; either way it reports progress through a callback.
+
+import { mkdir } from 'node:fs/promises'
+import { type RunSummary, reconcile } from '../engine/reconcile.js'
+import type { Table } from '../engine/table.js'
+import type { Recipe } from '../recipes/schema.js'
+import { EngineContext, type Source } from '../sources/connector.js'
+import { type ConnectorContext, loadConnectors } from '../sources/registry.js'
+import { writeResults } from './results.js'
+
+export type RunMode = 'sample' | 'full'
+
+export interface JobSpec {
+  runId: string
+  /** The recipe as it runs: its parameters already added to the scopes. */
+  recipe: Recipe
+  version: number | null
+  mode: RunMode
+  dryRun: boolean
+  /** The two sources, with their full (unredacted) configs. */
+  sources: { left: Source; right: Source }
+  /** sample mode: the scoped tables loaded in the service. */
+  sample?: { left: Table; right: Table }
+  connectors: Omit<ConnectorContext, 'log'>
+  /** Where the result files go; null for a dry run. */
+  outDir: string | null
+}
+
+export interface JobProgress {
+  phase: 'queued' | 'loading' | 'matching' | 'writing' | 'done'
+  rows_loaded: { left: number | null; right: number | null }
+  pass: string | null
+  percent: number
+}
+
+export function initialProgress(): JobProgress {
+  return { phase: 'queued', rows_loaded: { left: null, right: null }, pass: null, percent: 0 }
+}
+
+/** Runs a job; resolves with the summary once the results (if any) are written to `outDir`. */
+export async function runJob(
+  spec: JobSpec,
+  onProgress: (p: JobProgress) => void = () => {},
+  signal?: AbortSignal,
+): Promise<RunSummary> {
+  const progress: JobProgress = { ...initialProgress(), phase: 'loading' }
+  const report = (patch: Partial<JobProgress>) => {
+    Object.assign(progress, patch)
+    onProgress({ ...progress, rows_loaded: { ...progress.rows_loaded } })
+  }
+  report({})
+  let tables: { left: Table; right: Table }
+  if (spec.mode === 'sample') {
+    if (!spec.sample) throw new Error('a sample run needs the loaded scoped tables')
+    tables = spec.sample
+    report({ rows_loaded: { left: tables.left.length, right: tables.right.length }, percent: 30 })
+  } else {
+    const registry = await loadConnectors(spec.connectors)
+    try {
+      const load = async (side: 'left' | 'right'): Promise<Table> => {
+        const source = spec.sources[side]
+        const scoped = await registry
+          .get(source.type)
+          .registerScoped(new EngineContext(), source.alias, source, spec.recipe[side].scope ?? [], { signal })
+        return scoped.table
+      }
+      const left = await load('left')
+      report({ rows_loaded: { left: left.length, right: null }, percent: 15 })
+      const right = await load('right')
+      report({ rows_loaded: { left: left.length, right: right.length }, percent: 30 })
+      tables = { left, right }
+    } finally {
+      await registry.close()
+    }
+  }
+  signal?.throwIfAborted()
+  report({ phase: 'matching' })
+  const result = reconcile(spec.recipe, tables.left, tables.right, {
+    version: spec.version ?? undefined,
+    signal,
+    onProgress: (p) => report({ pass: p.pass, percent: 30 + Math.round(p.percent * 0.55) }),
+  })
+  if (spec.outDir && result.summary.status === 'completed') {
+    report({ phase: 'writing', percent: 85 })
+    await mkdir(spec.outDir, { recursive: true })
+    await writeResults(spec.outDir, { result, leftKey: spec.recipe.left.key, rightKey: spec.recipe.right.key })
+  }
+  report({ phase: 'done', percent: 100 })
+  return result.summary
+}

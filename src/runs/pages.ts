@@ -1,0 +1,200 @@
+// Reading a run's result files: pages of JSON records and streamed exports (CSV or the Arrow file
+// as written). Opened files stay in a small cache, so paging through a million matches reads the
+// file once.
+
+import { createReadStream } from 'node:fs'
+import { readFile, stat } from 'node:fs/promises'
+import { Readable } from 'node:stream'
+import { type Table as ArrowTable, DataType, type Field, tableFromIPC, type Vector } from 'apache-arrow'
+import { formatDate, formatDecimal, formatTimestamp } from '../engine/values.js'
+import { type ResultSet, resultFile } from './results.js'
+
+export type JsonValue = string | number | boolean | null
+
+/** A value of an Arrow column as JSON: decimals as exact strings, dates YYYY-MM-DD, timestamps ISO 8601. */
+export function jsonOf(field: Field, vector: Vector, i: number): JsonValue | JsonValue[] {
+  const v = vector.get(i)
+  if (v === null || v === undefined) return null
+  const type = field.type
+  if (DataType.isDecimal(type)) return formatDecimal(Number(BigInt(String(v))), type.scale)
+  if (DataType.isInt(type)) return Number(v)
+  if (DataType.isDate(type)) return formatDate(Math.round(Number(v) / 86_400_000))
+  if (DataType.isTimestamp(type)) return formatTimestamp(Number(v))
+  if (DataType.isList(type)) return [...(v as Iterable<JsonValue>)]
+  if (DataType.isFloat(type)) return Number(v)
+  if (DataType.isBool(type)) return Boolean(v)
+  return String(v)
+}
+
+interface Cached {
+  key: string
+  table: ArrowTable
+}
+
+const cache: Cached[] = []
+const CACHE_SIZE = 6
+
+async function open(dir: string, set: ResultSet): Promise<ArrowTable> {
+  const path = resultFile(dir, set)
+  const s = await stat(path)
+  const key = `${path}\0${s.mtimeMs}\0${s.size}`
+  const hit = cache.findIndex((c) => c.key === key)
+  if (hit >= 0) {
+    const [entry] = cache.splice(hit, 1)
+    cache.unshift(entry)
+    return entry.table
+  }
+  const table = tableFromIPC(await readFile(path))
+  cache.unshift({ key, table })
+  cache.length = Math.min(cache.length, CACHE_SIZE)
+  return table
+}
+
+/** Forgets a run's files (its folder was deleted). */
+export function forget(dir: string): void {
+  for (let i = cache.length - 1; i >= 0; i--) if (cache[i].key.startsWith(dir)) cache.splice(i, 1)
+}
+
+export interface MatchFilter {
+  pass?: string
+  ambiguous?: boolean
+}
+
+export interface Page<T> {
+  total: number
+  offset: number
+  limit: number
+  items: T[]
+}
+
+/** Row numbers of a table passing the filter, or null for all rows. */
+function selection(table: ArrowTable, filter: MatchFilter & { failedPass?: string }): number[] | null {
+  const tests: ((i: number) => boolean)[] = []
+  if (filter.pass !== undefined) {
+    const pass = table.getChild('pass')!
+    tests.push((i) => pass.get(i) === filter.pass)
+  }
+  if (filter.ambiguous !== undefined) {
+    const flag = table.getChild('ambiguous')!
+    tests.push((i) => Boolean(flag.get(i)) === filter.ambiguous)
+  }
+  if (filter.failedPass !== undefined) {
+    const pass = table.getChild('failed_pass')!
+    tests.push((i) => pass.get(i) === filter.failedPass)
+  }
+  if (!tests.length) return null
+  const rows: number[] = []
+  for (let i = 0; i < table.numRows; i++) if (tests.every((t) => t(i))) rows.push(i)
+  return rows
+}
+
+export async function matchesPage(dir: string, offset: number, limit: number, filter: MatchFilter = {}) {
+  const table = await open(dir, 'matches')
+  const rows = selection(table, filter)
+  const total = rows ? rows.length : table.numRows
+  const col = (name: string) => table.getChild(name)!
+  const [no, pass, pattern, lk, rk, score, amount, days, ambiguous] = [
+    'match_no',
+    'pass',
+    'pattern',
+    'left_keys',
+    'right_keys',
+    'score',
+    'amount_delta',
+    'days_delta',
+    'ambiguous',
+  ].map(col)
+  const items = []
+  for (let n = offset; n < Math.min(total, offset + limit); n++) {
+    const i = rows ? rows[n] : n
+    items.push({
+      match_id: `m${String(no.get(i)).padStart(7, '0')}`,
+      pass: String(pass.get(i)),
+      pattern: String(pattern.get(i)),
+      left_keys: [...(lk.get(i) as Iterable<string>)],
+      right_keys: [...(rk.get(i) as Iterable<string>)],
+      score: Number(score.get(i)),
+      deltas: { amount: amount.get(i) ?? null, days: days.get(i) ?? null },
+      ambiguous: Boolean(ambiguous.get(i)),
+    })
+  }
+  return { total, offset, limit, items }
+}
+
+export async function unmatchedPage(
+  dir: string,
+  side: 'left' | 'right',
+  offset: number,
+  limit: number,
+  filter: { failedPass?: string } = {},
+) {
+  const table = await open(dir, `unmatched-${side}`)
+  const rows = selection(table, filter)
+  const total = rows ? rows.length : table.numRows
+  const prefix = side === 'left' ? 'l.' : 'r.'
+  const fields = table.schema.fields.filter((f) => f.name.startsWith(prefix))
+  const col = (name: string) => table.getChild(name)!
+  const items = []
+  for (let n = offset; n < Math.min(total, offset + limit); n++) {
+    const i = rows ? rows[n] : n
+    const failedPass = col('failed_pass').get(i)
+    const record: Record<string, JsonValue | JsonValue[]> = {}
+    for (const f of fields) record[f.name.slice(prefix.length)] = jsonOf(f, col(f.name), i)
+    items.push({
+      record_key: String(col('record_key').get(i)),
+      closest_candidate: col('closest_candidate').get(i) ?? null,
+      failed:
+        failedPass === null ? null : { pass: String(failedPass), conjunct: String(col('failed_conjunct').get(i)) },
+      reason: String(col('reason').get(i)),
+      record,
+    })
+  }
+  return { total, offset, limit, items }
+}
+
+/** The Arrow file as written. */
+export function arrowExport(dir: string, set: ResultSet): Readable {
+  return createReadStream(resultFile(dir, set))
+}
+
+function csvField(v: JsonValue | JsonValue[]): string {
+  if (v === null) return ''
+  const s = Array.isArray(v) ? v.join(';') : String(v)
+  return /[",\n\r]/.test(s) || s !== s.trim() ? `"${s.replace(/"/g, '""')}"` : s
+}
+
+/** CSV with a header row, produced a batch of rows at a time as the client reads. */
+export async function csvExport(dir: string, set: ResultSet): Promise<Readable> {
+  const table = await open(dir, set)
+  const fields = table.schema.fields
+  const vectors = fields.map((f) => table.getChild(f.name)!)
+  const header = fields.map((f) => (f.name === 'match_no' ? 'match_id' : f.name))
+  let row = 0
+  let started = false
+  const BATCH = 5000
+  return new Readable({
+    read() {
+      if (!started) {
+        started = true
+        this.push(`${header.map(csvField).join(',')}\n`)
+      }
+      if (row >= table.numRows) {
+        this.push(null)
+        return
+      }
+      const lines: string[] = []
+      for (const end = Math.min(table.numRows, row + BATCH); row < end; row++) {
+        lines.push(
+          fields
+            .map((f, c) =>
+              f.name === 'match_no'
+                ? `m${String(vectors[c].get(row)).padStart(7, '0')}`
+                : csvField(jsonOf(f, vectors[c], row)),
+            )
+            .join(','),
+        )
+      }
+      this.push(`${lines.join('\n')}\n`)
+    },
+  })
+}

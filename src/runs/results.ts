@@ -1,0 +1,152 @@
+// A run's results on disk: three Arrow IPC files in the run's folder — matches, unmatched-left and
+// unmatched-right — written once by the run's worker, then read many times (pages, exports)
+// without running the match again. The run's database row holds the summary; these hold the bulk.
+
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import {
+  Dictionary,
+  Int32,
+  makeData,
+  makeVector,
+  Table as ArrowTable,
+  tableToIPC,
+  Utf8,
+  type Vector,
+} from 'apache-arrow'
+import { arrowColumns, arrowData, stringColumn, stringListVector } from '../engine/arrow.js'
+import type { StringColumn } from '../engine/column.js'
+import { takeColumn } from '../engine/column.js'
+import { type PassInfo, recordKeyReader, unmatchedRecord } from '../engine/evidence.js'
+import type { RunResult } from '../engine/reconcile.js'
+import { takeRows, type Table } from '../engine/table.js'
+import { formatDecimal } from '../engine/values.js'
+
+export const RESULT_SETS = ['matches', 'unmatched-left', 'unmatched-right'] as const
+export type ResultSet = (typeof RESULT_SETS)[number]
+
+export const resultFile = (dir: string, set: ResultSet) => join(dir, `${set}.arrow`)
+
+/** Every row's record key as a string column: the key column itself when it is one string column. */
+function keyColumn(table: Table, key: string[]): StringColumn {
+  if (key.length === 1) {
+    const c = table.columns.findIndex((x) => x.name === key[0])
+    const col = table.data[c]
+    if (col?.type === 'string' && col.valid === null) return col
+  }
+  const read = recordKeyReader(table, key)
+  return stringColumn(Array.from({ length: table.length }, (_, row) => read(row)))
+}
+
+/** Strings from a small set of values, as an Arrow dictionary column (pass names, patterns). */
+function dictionaryVector(values: string[], indices: Int32Array, valid: Uint8Array | null = null): Vector {
+  const dictionary = makeVector(arrowData(stringColumn(values)))
+  const type = new Dictionary(new Utf8(), new Int32())
+  let nullCount = 0
+  let nullBitmap: Uint8Array | undefined
+  if (valid) {
+    nullBitmap = new Uint8Array((indices.length + 7) >> 3)
+    for (let i = 0; i < indices.length; i++) {
+      if (valid[i]) nullBitmap[i >> 3] |= 1 << (i & 7)
+      else nullCount++
+    }
+  }
+  return makeVector(
+    makeData({ type, length: indices.length, nullCount, nullBitmap, data: indices, dictionary } as never),
+  )
+}
+
+function float64Vector(values: Float64Array): Vector {
+  let valid: Uint8Array | null = null
+  for (let i = 0; i < values.length; i++) {
+    if (Number.isNaN(values[i])) {
+      valid ??= new Uint8Array(values.length).fill(1)
+      valid[i] = 0
+    }
+  }
+  return makeVector(arrowData({ type: 'float', length: values.length, valid, values }))
+}
+
+function boolVector(values: Uint8Array): Vector {
+  return makeVector(arrowData({ type: 'boolean', length: values.length, valid: null, values }))
+}
+
+export interface ResultsInput {
+  result: RunResult
+  leftKey: string[]
+  rightKey: string[]
+}
+
+/** Writes the three result files of a completed run into `dir` (which exists). */
+export async function writeResults(dir: string, { result, leftKey, rightKey }: ResultsInput): Promise<void> {
+  const { left, right, matches: m, passes } = result
+  const leftKeys = keyColumn(left, leftKey)
+  const rightKeys = keyColumn(right, rightKey)
+
+  const amounts = new Array<string | null>(m.count)
+  for (let k = 0; k < m.count; k++) {
+    const units = m.amountDelta[k]
+    const scale = passes[m.pass[k]].amountScale
+    amounts[k] = Number.isNaN(units) ? null : scale < 0 ? String(units) : formatDecimal(units, scale)
+  }
+  const matchNo = new Int32Array(m.count)
+  for (let k = 0; k < m.count; k++) matchNo[k] = k + 1
+  const patterns = [...new Set(passes.map((p) => p.pattern))]
+  const patternIndex = Int32Array.from(m.pass, (p) => patterns.indexOf(passes[p].pattern))
+  const matches = new ArrowTable({
+    match_no: makeVector(makeData({ type: new Int32(), length: m.count, nullCount: 0, data: matchNo })),
+    pass: dictionaryVector(
+      passes.map((p) => p.name),
+      m.pass,
+    ),
+    pattern: dictionaryVector(patterns, patternIndex),
+    left_keys: stringListVector(takeColumn(leftKeys, m.leftRows) as StringColumn, m.leftStart),
+    right_keys: stringListVector(takeColumn(rightKeys, m.rightRows) as StringColumn, m.rightStart),
+    score: makeVector(arrowData({ type: 'float', length: m.count, valid: null, values: m.score })),
+    amount_delta: makeVector(arrowData(stringColumn(amounts))),
+    days_delta: float64Vector(m.daysDelta),
+    ambiguous: boolVector(m.ambiguous),
+  })
+  await writeFile(resultFile(dir, 'matches'), tableToIPC(matches, 'file'))
+
+  for (const side of ['left', 'right'] as const) {
+    const u = side === 'left' ? result.unmatchedLeft : result.unmatchedRight
+    const own = side === 'left' ? left : right
+    const [ownKeys, otherKeys] = side === 'left' ? [leftKeys, rightKeys] : [rightKeys, leftKeys]
+    const readOwn = (row: number) => stringAt(ownKeys, row)
+    const readOther = (row: number) => stringAt(otherKeys, row)
+    const n = u.rows.length
+    const closest = new Array<string | null>(n)
+    const conjuncts = new Array<string | null>(n)
+    const reasons = new Array<string>(n)
+    const failedPass = new Int32Array(n)
+    const failedValid = new Uint8Array(n)
+    for (let k = 0; k < n; k++) {
+      const record = unmatchedRecord(u, k, side, passes, readOwn, readOther)
+      closest[k] = record.closest_candidate
+      conjuncts[k] = record.failed?.conjunct ?? null
+      reasons[k] = record.reason
+      const pass = record.failed ? passes.findIndex((p) => p.name === record.failed!.pass) : -1
+      failedPass[k] = Math.max(0, pass)
+      failedValid[k] = pass >= 0 ? 1 : 0
+    }
+    const unmatched = new ArrowTable({
+      record_key: makeVector(arrowData(takeColumn(ownKeys, u.rows))),
+      closest_candidate: makeVector(arrowData(stringColumn(closest))),
+      failed_pass: dictionaryVector(
+        passes.map((p: PassInfo) => p.name),
+        failedPass,
+        failedValid,
+      ),
+      failed_conjunct: makeVector(arrowData(stringColumn(conjuncts))),
+      reason: makeVector(arrowData(stringColumn(reasons))),
+      ...arrowColumns(takeRows(own, u.rows), side === 'left' ? 'l.' : 'r.'),
+    })
+    await writeFile(resultFile(dir, `unmatched-${side}`), tableToIPC(unmatched, 'file'))
+  }
+}
+
+const decoder = new TextDecoder()
+function stringAt(col: StringColumn, row: number): string {
+  return decoder.decode(col.data.subarray(col.offsets[row], col.offsets[row + 1]))
+}

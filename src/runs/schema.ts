@@ -1,0 +1,168 @@
+// Wire schemas of the runs API, shared by the routes, the OpenAPI document and the client SDK.
+
+import { Type } from 'typebox'
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()])
+const Amount = Nullable(Type.String({ description: 'exact decimal, or null when the sides have no amount column' }))
+const ParamValue = Type.Union([Type.String(), Type.Number(), Type.Boolean()])
+
+export const RunRequestSchema = Type.Object(
+  {
+    recipe_id: Type.Optional(Type.String({ description: 'a saved recipe (or give `recipe` inline)' })),
+    version: Type.Optional(
+      Type.Integer({ minimum: 1, description: 'with recipe_id: a version other than the latest' }),
+    ),
+    recipe: Type.Optional(Type.Ref('Recipe')),
+    mode: Type.Optional(
+      Type.Union([Type.Literal('sample'), Type.Literal('full')], {
+        default: 'full',
+        description:
+          'sample: the scoped tables loaded with load-scoped; full: each source loaded with the recipe scope',
+      }),
+    ),
+    dry_run: Type.Optional(
+      Type.Boolean({ default: false, description: 'match, keep only the summary, store no results' }),
+    ),
+    params: Type.Optional(Type.Record(Type.String(), ParamValue, { description: "values of the recipe's parameters" })),
+    engine: Type.Optional(
+      Type.Union([Type.Literal('memory'), Type.Literal('postgres')], {
+        default: 'memory',
+        description: 'postgres: run the matching inside PostgreSQL when both sources are tables of one database',
+      }),
+    ),
+  },
+  { $id: 'RunRequest', additionalProperties: false },
+)
+
+const Progress = Type.Object({
+  phase: Type.Union(['queued', 'loading', 'matching', 'writing', 'done'].map((p) => Type.Literal(p))),
+  rows_loaded: Type.Object({ left: Nullable(Type.Integer()), right: Nullable(Type.Integer()) }),
+  pass: Nullable(Type.String()),
+  percent: Type.Integer({ minimum: 0, maximum: 100 }),
+})
+
+const Side = Type.Object({
+  rows: Type.Integer(),
+  matched: Type.Integer(),
+  unmatched: Type.Integer(),
+  amount: Amount,
+  matched_amount: Amount,
+  unmatched_amount: Amount,
+})
+
+const PassReport = Type.Object({
+  name: Type.String(),
+  pattern: Type.String(),
+  status: Type.Union([Type.Literal('done'), Type.Literal('failed'), Type.Literal('skipped')]),
+  depends_on: Type.Array(Type.String()),
+  blocked_by: Type.Optional(Type.Array(Type.String())),
+  error: Type.Optional(Type.String()),
+  matches: Type.Integer(),
+  ambiguous: Type.Integer(),
+  left_matched: Type.Integer(),
+  right_matched: Type.Integer(),
+  left_amount: Amount,
+  right_amount: Amount,
+  ms: Type.Number(),
+})
+
+export const RunSummarySchema = Type.Object(
+  {
+    recipe: Type.String(),
+    recipe_version: Nullable(Type.Integer()),
+    status: Type.Union([Type.Literal('completed'), Type.Literal('failed')]),
+    left: Side,
+    right: Side,
+    matches: Type.Integer(),
+    ambiguous: Type.Integer(),
+    match_rate: Type.Number({ description: 'matched records over all records, both sides' }),
+    passes: Type.Array(PassReport),
+    timings: Type.Object({
+      plan_ms: Type.Number(),
+      match_ms: Type.Number(),
+      evidence_ms: Type.Number(),
+      total_ms: Type.Number(),
+    }),
+  },
+  { $id: 'RunSummary' },
+)
+
+export const RunViewSchema = Type.Object(
+  {
+    id: Type.String(),
+    status: Type.Union(
+      ['queued', 'running', 'completed', 'failed', 'cancelled', 'interrupted'].map((s) => Type.Literal(s)),
+    ),
+    mode: Type.String(),
+    engine: Type.String(),
+    dry_run: Type.Boolean(),
+    recipe_id: Nullable(Type.String()),
+    recipe_version: Nullable(Type.Integer()),
+    recipe_name: Type.String(),
+    params: Type.Record(Type.String(), ParamValue, { description: 'the parameter values the run used' }),
+    progress: Progress,
+    summary: Nullable(Type.Ref('RunSummary')),
+    error: Nullable(
+      Type.Object({ error: Type.String(), message: Type.String(), suggestion: Type.Optional(Type.String()) }),
+    ),
+    retry_of: Nullable(Type.String()),
+    created_at: Type.String({ format: 'date-time' }),
+    started_at: Nullable(Type.String({ format: 'date-time' })),
+    finished_at: Nullable(Type.String({ format: 'date-time' })),
+  },
+  { $id: 'RunView' },
+)
+
+export const RunListSchema = Type.Object(
+  { runs: Type.Array(Type.Ref('RunView')), total: Type.Integer() },
+  { $id: 'RunList' },
+)
+
+const Match = Type.Object({
+  match_id: Type.String(),
+  pass: Type.String(),
+  pattern: Type.String(),
+  left_keys: Type.Array(Type.String()),
+  right_keys: Type.Array(Type.String()),
+  score: Type.Number(),
+  deltas: Type.Object({
+    amount: Nullable(Type.String({ description: 'left minus right, exact' })),
+    days: Nullable(Type.Number({ description: 'right date minus left date' })),
+  }),
+  ambiguous: Type.Boolean(),
+})
+
+const PageMeta = {
+  total: Type.Integer({ description: 'records in the set (after filters)' }),
+  offset: Type.Integer(),
+  limit: Type.Integer(),
+}
+
+export const MatchesPageSchema = Type.Object({ ...PageMeta, items: Type.Array(Match) }, { $id: 'MatchesPage' })
+
+const CellValue = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])
+
+export const UnmatchedPageSchema = Type.Object(
+  {
+    ...PageMeta,
+    items: Type.Array(
+      Type.Object({
+        record_key: Type.String(),
+        closest_candidate: Nullable(Type.String()),
+        failed: Nullable(Type.Object({ pass: Type.String(), conjunct: Type.String() })),
+        reason: Type.String(),
+        record: Type.Record(Type.String(), CellValue, { description: "the record's columns" }),
+      }),
+    ),
+  },
+  { $id: 'UnmatchedPage' },
+)
+
+export const runWireSchemas = [
+  RunRequestSchema,
+  RunSummarySchema,
+  RunViewSchema,
+  RunListSchema,
+  MatchesPageSchema,
+  UnmatchedPageSchema,
+]

@@ -1,0 +1,498 @@
+// Runs: a recipe matched as a background job. A run is a database row (what ran, status,
+// progress, summary) and, once completed, a folder of result files. Jobs run in worker threads,
+// at most RUN_CONCURRENCY at a time, the rest queued; a cancel terminates the thread. Results
+// appear all at once: the worker writes them into a temporary folder, which is renamed into
+// place before the row turns `completed`. On start-up, runs left `queued` or `running` by a
+// crash or restart become `interrupted`, and their partial files are removed.
+
+import { randomUUID } from 'node:crypto'
+import { mkdir, readdir, rename, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
+import type { FastifyBaseLogger } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Kysely } from 'kysely'
+import type { Config } from '../config.js'
+import type { Database, RunRow, RunStatus } from '../db/schema.js'
+import type { RunSummary } from '../engine/reconcile.js'
+import { ConcordError, notFound } from '../errors.js'
+import { applyParams } from '../recipes/params.js'
+import type { Recipe } from '../recipes/schema.js'
+import type { RecipesService } from '../recipes/service.js'
+import type { SourcesService } from '../sources/service.js'
+import { initialProgress, type JobProgress, type JobSpec, type RunMode } from './job.js'
+import { forget } from './pages.js'
+
+export interface StartRun {
+  recipe_id?: string
+  version?: number
+  recipe?: Recipe
+  mode?: RunMode
+  dry_run?: boolean
+  params?: Record<string, unknown>
+  engine?: 'memory' | 'postgres'
+}
+
+export interface RunView {
+  id: string
+  status: RunStatus
+  mode: RunMode
+  engine: 'memory' | 'postgres'
+  dry_run: boolean
+  recipe_id: string | null
+  recipe_version: number | null
+  recipe_name: string
+  params: Record<string, string | number | boolean>
+  progress: JobProgress
+  summary: RunSummary | null
+  error: { error: string; message: string; suggestion?: string } | null
+  retry_of: string | null
+  created_at: string
+  started_at: string | null
+  finished_at: string | null
+}
+
+const FINISHED: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'interrupted'])
+
+interface Active {
+  worker: Worker
+  progress: JobProgress
+  savedAt: number
+  cancelled: boolean
+}
+
+export class RunsService {
+  private readonly queue: string[] = []
+  private readonly active = new Map<string, Active>()
+  private readonly settled = new Map<string, Promise<void>>()
+  private closing = false
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly recipes: RecipesService,
+    private readonly sources: SourcesService,
+    private readonly config: Config,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  get runsDir(): string {
+    return this.config.runsDir
+  }
+
+  resultsDir(id: string): string {
+    return join(this.runsDir, id)
+  }
+
+  private tmpDir(id: string): string {
+    return join(this.runsDir, `.tmp-${id}`)
+  }
+
+  /** After a crash or restart: unfinished runs become `interrupted`, partial files go. */
+  async recover(): Promise<void> {
+    await mkdir(this.runsDir, { recursive: true })
+    const stale = await this.db
+      .updateTable('runs')
+      .set({
+        status: 'interrupted',
+        finished_at: new Date(),
+        error: JSON.stringify({
+          error: 'interrupted',
+          message: 'the service stopped while this run was in progress; nothing of it was kept',
+          suggestion: `POST /api/runs/<id>/retry starts it again`,
+        }),
+      })
+      .where('status', 'in', ['queued', 'running'])
+      .returning('id')
+      .execute()
+    for (const { id } of stale) await rm(this.resultsDir(id), { recursive: true, force: true })
+    for (const name of await readdir(this.runsDir)) {
+      if (name.startsWith('.tmp-')) await rm(join(this.runsDir, name), { recursive: true, force: true })
+    }
+    if (stale.length) this.log.warn({ runs: stale.map((r) => r.id) }, 'runs interrupted by a restart')
+  }
+
+  /** Validates the request, records the run as `queued` and schedules it. */
+  async start(body: StartRun, retryOf: string | null = null): Promise<RunView> {
+    if ((body.recipe_id === undefined) === (body.recipe === undefined)) {
+      throw new ConcordError(
+        'invalid_request',
+        'give either recipe_id (a saved recipe) or recipe (an inline one)',
+        400,
+        '{ "recipe_id": "…", "mode": "full" }',
+      )
+    }
+    const mode = body.mode ?? 'full'
+    const engine = body.engine ?? 'memory'
+    let recipe: Recipe
+    let recipeId: string | null = null
+    let version: number | null = null
+    if (body.recipe_id !== undefined) {
+      const saved = await this.recipes.get(body.recipe_id, body.version)
+      recipe = saved.recipe
+      recipeId = saved.id
+      version = saved.version
+    } else {
+      recipe = (await this.recipes.checked(body.recipe)).recipe
+    }
+    const { recipe: applied, used } = applyParams(recipe, body.params ?? {})
+    await this.recipes.checked(applied)
+    if (mode === 'sample') {
+      for (const side of ['left', 'right'] as const) {
+        if (!this.sources.engine.get(applied[side].source))
+          throw new ConcordError(
+            'scope_not_loaded',
+            `no scoped table is loaded for ${side} source "${applied[side].source}"`,
+            409,
+            `load one with POST /api/sources/${applied[side].source}/load-scoped, or run with "mode": "full"`,
+          )
+      }
+    }
+    if (engine === 'postgres') await this.checkPushdown(applied)
+    const id = randomUUID()
+    await this.db
+      .insertInto('runs')
+      .values({
+        id,
+        recipe_id: recipeId,
+        recipe_version: version,
+        recipe: JSON.stringify(applied),
+        mode,
+        engine,
+        dry_run: body.dry_run ?? false,
+        params: JSON.stringify(used),
+        status: 'queued',
+        progress: JSON.stringify(initialProgress()),
+        retry_of: retryOf,
+      })
+      .execute()
+    this.log.info({ run_id: id, recipe: applied.name, mode, engine }, 'run queued')
+    this.queue.push(id)
+    this.pump()
+    return this.get(id)
+  }
+
+  /** Starts a new run with what an earlier one ran: the same recipe, parameters, mode and engine. */
+  async retry(id: string): Promise<RunView> {
+    const row = await this.row(id)
+    if (!FINISHED.has(row.status))
+      throw new ConcordError('run_in_progress', `run ${id} is still ${row.status}`, 409, 'cancel it first')
+    // the stored recipe already has its parameters in its scopes
+    const { params: _declared, ...recipe } = row.recipe
+    const view = await this.start({ recipe, mode: row.mode, dry_run: row.dry_run, engine: row.engine }, id)
+    await this.db
+      .updateTable('runs')
+      .set({ recipe_id: row.recipe_id, recipe_version: row.recipe_version, params: JSON.stringify(row.params) })
+      .where('id', '=', view.id)
+      .execute()
+    return this.get(view.id)
+  }
+
+  private async checkPushdown(recipe: Recipe): Promise<void> {
+    const left = await this.sources.source(recipe.left.source)
+    const right = await this.sources.source(recipe.right.source)
+    if (left.type !== 'postgres' || right.type !== 'postgres')
+      throw new ConcordError(
+        'pushdown_unavailable',
+        'engine "postgres" needs both sources to be PostgreSQL tables',
+        400,
+        'use engine "memory", or register both sides as postgres sources in one database',
+      )
+  }
+
+  private pump(): void {
+    while (!this.closing && this.active.size < this.config.runConcurrency && this.queue.length) {
+      const id = this.queue.shift()!
+      const done = this.launch(id).catch((err) => this.log.error({ err, run_id: id }, 'run launch failed'))
+      this.settled.set(id, done)
+      void done.finally(() => {
+        this.settled.delete(id)
+        this.pump()
+      })
+    }
+  }
+
+  private async launch(id: string): Promise<void> {
+    try {
+      await this.execute(id)
+    } catch (err) {
+      // a source deleted since the run was queued, a worker that could not start, …
+      this.active.delete(id)
+      const body = err instanceof ConcordError ? err.toJSON() : { error: 'run_failed', message: (err as Error).message }
+      await this.finish(id, 'failed', { error: body })
+    }
+  }
+
+  private async execute(id: string): Promise<void> {
+    const row = await this.row(id)
+    if (row.status !== 'queued') return
+    const spec: JobSpec = {
+      runId: id,
+      recipe: row.recipe,
+      version: row.recipe_version,
+      mode: row.mode,
+      dryRun: row.dry_run,
+      sources: {
+        left: await this.sources.source(row.recipe.left.source),
+        right: await this.sources.source(row.recipe.right.source),
+      },
+      connectors: {
+        dataDir: this.config.dataDir,
+        statementTimeoutMs: this.config.sourceStatementTimeoutMs,
+        poolMax: this.config.sourcePoolMax,
+      },
+      outDir: row.dry_run ? null : this.tmpDir(id),
+    }
+    if (row.mode === 'sample') {
+      const left = this.sources.engine.get(row.recipe.left.source)
+      const right = this.sources.engine.get(row.recipe.right.source)
+      if (!left || !right)
+        return this.finish(id, 'failed', {
+          error: { error: 'scope_not_loaded', message: 'a scoped table was unloaded before the run started' },
+        })
+      spec.sample = { left: left.table, right: right.table }
+    }
+    await this.db.updateTable('runs').set({ status: 'running', started_at: new Date() }).where('id', '=', id).execute()
+    const worker = new Worker(new URL('./worker-boot.mjs', import.meta.url), {
+      workerData: { module: new URL('./worker.ts', import.meta.url).href },
+    })
+    const active: Active = {
+      worker,
+      progress: { ...initialProgress(), phase: 'loading' },
+      savedAt: 0,
+      cancelled: false,
+    }
+    this.active.set(id, active)
+    this.log.info({ run_id: id }, 'run started')
+    await new Promise<void>((resolve) => {
+      let finished = false
+      const end = async (status: RunStatus, patch: { summary?: RunSummary; error?: RunView['error'] }) => {
+        if (finished) return
+        finished = true
+        this.active.delete(id)
+        await worker.terminate()
+        await this.finish(id, status, patch, active.progress).catch((err) =>
+          this.log.error({ err, run_id: id }, 'run bookkeeping failed'),
+        )
+        resolve()
+      }
+      worker.on(
+        'message',
+        (msg: { type: string; progress?: JobProgress; summary?: RunSummary; error?: RunView['error'] }) => {
+          if (msg.type === 'progress' && msg.progress) {
+            active.progress = msg.progress
+            void this.saveProgress(id, active)
+          } else if (msg.type === 'done' && msg.summary) {
+            const failed = msg.summary.passes.find((p) => p.status === 'failed')
+            if (failed)
+              void end('failed', {
+                summary: msg.summary,
+                error: { error: 'pass_failed', message: `pass ${failed.name} failed: ${failed.error}` },
+              })
+            else void end('completed', { summary: msg.summary })
+          } else if (msg.type === 'failed') void end('failed', { error: msg.error })
+        },
+      )
+      worker.on('error', (err) => void end('failed', { error: { error: 'run_failed', message: err.message } }))
+      worker.on('exit', () => {
+        if (active.cancelled) void end('cancelled', { error: { error: 'cancelled', message: 'the run was cancelled' } })
+        else if (this.closing)
+          void end('interrupted', { error: { error: 'interrupted', message: 'the service stopped during the run' } })
+        else void end('failed', { error: { error: 'run_failed', message: 'the run stopped unexpectedly' } })
+      })
+      worker.postMessage(spec)
+    })
+  }
+
+  /** Progress goes to the database at most once a second (and is read live from memory). */
+  private async saveProgress(id: string, active: Active): Promise<void> {
+    const now = Date.now()
+    if (now - active.savedAt < 1000) return
+    active.savedAt = now
+    await this.db
+      .updateTable('runs')
+      .set({ progress: JSON.stringify(active.progress) })
+      .where('id', '=', id)
+      .where('status', '=', 'running')
+      .execute()
+      .catch(() => {})
+  }
+
+  /** Records the outcome; a completed run's files are moved into place first, then the row says so. */
+  private async finish(
+    id: string,
+    status: RunStatus,
+    patch: { summary?: RunSummary; error?: RunView['error'] },
+    lastProgress?: JobProgress,
+  ): Promise<void> {
+    const row = await this.row(id)
+    const tmp = this.tmpDir(id)
+    let outcome = status
+    if (status === 'completed' && !row.dry_run) {
+      try {
+        await rename(tmp, this.resultsDir(id))
+      } catch (err) {
+        outcome = 'failed'
+        patch = {
+          ...patch,
+          error: { error: 'results_not_stored', message: `the results could not be stored: ${(err as Error).message}` },
+        }
+      }
+    }
+    await rm(tmp, { recursive: true, force: true })
+    try {
+      await this.db
+        .updateTable('runs')
+        .set({
+          status: outcome,
+          finished_at: new Date(),
+          progress: JSON.stringify({
+            ...(lastProgress ?? row.progress),
+            phase: 'done',
+            percent: outcome === 'completed' ? 100 : (lastProgress ?? row.progress).percent,
+          }),
+          summary: patch.summary ? JSON.stringify(patch.summary) : null,
+          error: patch.error ? JSON.stringify(patch.error) : null,
+        })
+        .where('id', '=', id)
+        .execute()
+    } catch (err) {
+      // the row could not say `completed`: the files must not outlive that
+      await rm(this.resultsDir(id), { recursive: true, force: true })
+      throw err
+    }
+    this.log.info({ run_id: id, status: outcome, summary: patch.summary?.matches }, 'run finished')
+  }
+
+  async cancel(id: string): Promise<RunView> {
+    const row = await this.row(id)
+    if (FINISHED.has(row.status))
+      throw new ConcordError(
+        'run_finished',
+        `run ${id} is already ${row.status}`,
+        409,
+        'only a queued or running run can be cancelled',
+      )
+    const queued = this.queue.indexOf(id)
+    if (queued >= 0) {
+      this.queue.splice(queued, 1)
+      await this.finish(id, 'cancelled', {
+        error: { error: 'cancelled', message: 'the run was cancelled before it started' },
+      })
+    } else {
+      const active = this.active.get(id)
+      if (active) {
+        active.cancelled = true
+        await active.worker.terminate()
+      }
+      await this.settled.get(id)
+    }
+    this.log.info({ run_id: id }, 'run cancelled')
+    return this.get(id)
+  }
+
+  async remove(id: string): Promise<void> {
+    const row = await this.row(id)
+    if (!FINISHED.has(row.status)) await this.cancel(id)
+    await this.db.deleteFrom('runs').where('id', '=', id).execute()
+    await rm(this.resultsDir(id), { recursive: true, force: true })
+    forget(this.resultsDir(id))
+    this.log.info({ run_id: id }, 'run deleted')
+  }
+
+  async get(id: string): Promise<RunView> {
+    return this.view(await this.row(id))
+  }
+
+  async list(limit: number, offset: number): Promise<{ runs: RunView[]; total: number }> {
+    const rows = await this.db
+      .selectFrom('runs')
+      .selectAll()
+      .orderBy('created_at', 'desc')
+      .orderBy('id')
+      .limit(limit)
+      .offset(offset)
+      .execute()
+    const { count } = await this.db
+      .selectFrom('runs')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .executeTakeFirstOrThrow()
+    return { runs: rows.map((r) => this.view(r)), total: Number(count) }
+  }
+
+  /** The folder of a completed run's results, or a 409 saying why there are none (yet). */
+  async completedDir(id: string): Promise<string> {
+    const row = await this.row(id)
+    if (row.status !== 'completed')
+      throw new ConcordError(
+        'results_not_ready',
+        `run ${id} is ${row.status}`,
+        409,
+        row.status === 'queued' || row.status === 'running'
+          ? 'poll GET /api/runs/<id> until it is completed'
+          : 'only a completed run has results',
+      )
+    if (row.dry_run)
+      throw new ConcordError(
+        'no_results',
+        `run ${id} was a dry run: it kept only its summary`,
+        409,
+        'run again without dry_run',
+      )
+    return this.resultsDir(id)
+  }
+
+  /** Stops the workers on shutdown; their runs become `interrupted`. */
+  async close(): Promise<void> {
+    this.closing = true
+    for (const id of this.queue.splice(0))
+      await this.finish(id, 'interrupted', {
+        error: { error: 'interrupted', message: 'the service stopped before the run started' },
+      }).catch(() => {})
+    for (const active of this.active.values()) await active.worker.terminate()
+    await Promise.all(this.settled.values())
+  }
+
+  private async row(id: string): Promise<RunRow> {
+    const row = await this.db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst()
+    if (!row) throw notFound('run', id, 'GET /api/runs lists the runs')
+    return row
+  }
+
+  private view(row: RunRow): RunView {
+    const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString())
+    return {
+      id: row.id,
+      status: row.status,
+      mode: row.mode,
+      engine: row.engine,
+      dry_run: row.dry_run,
+      recipe_id: row.recipe_id,
+      recipe_version: row.recipe_version,
+      recipe_name: row.recipe.name,
+      params: row.params,
+      progress: this.active.get(row.id)?.progress ?? row.progress,
+      summary: row.summary,
+      error: row.error,
+      retry_of: row.retry_of,
+      created_at: iso(row.created_at)!,
+      started_at: iso(row.started_at),
+      finished_at: iso(row.finished_at),
+    }
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    runs: RunsService
+  }
+}
+
+export default fp(
+  async (app) => {
+    const runs = new RunsService(app.db, app.recipes, app.sources, app.config, app.log)
+    await runs.recover()
+    app.decorate('runs', runs)
+    app.addHook('onClose', () => runs.close())
+  },
+  { name: 'runs', dependencies: ['db', 'sources', 'recipes'] },
+)

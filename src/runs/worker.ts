@@ -1,0 +1,22 @@
+// A run's worker thread: receives one JobSpec, posts progress, then `done` with the summary or
+// `failed` with an error body. The service terminates the thread to cancel it.
+
+import { parentPort } from 'node:worker_threads'
+import { ConcordError } from '../errors.js'
+import { type JobSpec, runJob } from './job.js'
+
+const port = parentPort
+if (!port) throw new Error('runs/worker.ts runs in a worker thread')
+
+port.once('message', async (spec: JobSpec) => {
+  try {
+    const summary = await runJob(spec, (progress) => port.postMessage({ type: 'progress', progress }))
+    port.postMessage({ type: 'done', summary })
+  } catch (err) {
+    const error =
+      err instanceof ConcordError
+        ? err.toJSON()
+        : { error: 'run_failed', message: (err as Error).message ?? String(err) }
+    port.postMessage({ type: 'failed', error })
+  }
+})
