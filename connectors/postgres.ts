@@ -43,14 +43,14 @@ const ConfigSchema = Type.Object(
   { additionalProperties: false },
 )
 
-interface CatalogColumn extends ColumnInfo {
+export interface CatalogColumn extends ColumnInfo {
   pgType: string
 }
 
 // Every value arrives as the text PostgreSQL sent: the builders convert it exactly.
 const TEXT_TYPES = { getTypeParser: () => (v: string) => v }
 
-const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`
+export const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`
 
 export function postgresConnector(opts: PostgresConnectorOptions): SourceConnector<PostgresSourceConfig> {
   const pools = new Map<string, pg.Pool>()
@@ -99,39 +99,9 @@ export function postgresConnector(opts: PostgresConnectorOptions): SourceConnect
   }
 
   async function catalog(config: PostgresSourceConfig): Promise<CatalogColumn[]> {
-    const schema = config.schema ?? 'public'
-    const rows = await withClient(config.connection_string, async (c) => {
-      const res = await c.query<{ name: string; typname: string; typmod: number; notnull: boolean }>(
-        `SELECT a.attname AS name, t.typname, a.atttypmod AS typmod, a.attnotnull AS notnull
-           FROM pg_attribute a
-           JOIN pg_class cl ON cl.oid = a.attrelid
-           JOIN pg_namespace n ON n.oid = cl.relnamespace
-           JOIN pg_type t ON t.oid = a.atttypid
-          WHERE n.nspname = $1 AND cl.relname = $2 AND cl.relkind IN ('r', 'v', 'm', 'f', 'p')
-            AND a.attnum > 0 AND NOT a.attisdropped
-          ORDER BY a.attnum`,
-        [schema, config.table],
-      )
-      if (res.rows.length === 0) {
-        const tables = await c.query<{ relname: string }>(
-          `SELECT cl.relname FROM pg_class cl JOIN pg_namespace n ON n.oid = cl.relnamespace
-            WHERE n.nspname = $1 AND cl.relkind IN ('r', 'v', 'm', 'f', 'p')`,
-          [schema],
-        )
-        const near = nearestNames(
-          config.table,
-          tables.rows.map((r) => r.relname),
-        )
-        throw new ConcordError(
-          'unknown_table',
-          `no table "${schema}"."${config.table}" in the source database`,
-          400,
-          near.length ? `did you mean ${near.map((n) => `"${n}"`).join(', ')}?` : `schema "${schema}" has no tables`,
-        )
-      }
-      return res.rows
-    })
-    const columns = rows.map((r) => toColumn(r.name, r.typname, Number(r.typmod), r.notnull))
+    const columns = await withClient(config.connection_string, (c) =>
+      readCatalog(c, config.schema ?? 'public', config.table),
+    )
     catalogs.set(catalogKey(config), columns)
     return columns
   }
@@ -230,6 +200,39 @@ function catalogKey(c: PostgresSourceConfig): string {
   return `${c.connection_string}\0${c.schema ?? 'public'}\0${c.table}`
 }
 
+/** The columns of a table with their engine types, from the catalog; unknown_table when there is none. */
+export async function readCatalog(c: pg.ClientBase, schema: string, table: string): Promise<CatalogColumn[]> {
+  const res = await c.query<{ name: string; typname: string; typmod: number; notnull: boolean }>(
+    `SELECT a.attname AS name, t.typname, a.atttypmod AS typmod, a.attnotnull AS notnull
+       FROM pg_attribute a
+       JOIN pg_class cl ON cl.oid = a.attrelid
+       JOIN pg_namespace n ON n.oid = cl.relnamespace
+       JOIN pg_type t ON t.oid = a.atttypid
+      WHERE n.nspname = $1 AND cl.relname = $2 AND cl.relkind IN ('r', 'v', 'm', 'f', 'p')
+        AND a.attnum > 0 AND NOT a.attisdropped
+      ORDER BY a.attnum`,
+    [schema, table],
+  )
+  if (res.rows.length === 0) {
+    const tables = await c.query<{ relname: string }>(
+      `SELECT cl.relname FROM pg_class cl JOIN pg_namespace n ON n.oid = cl.relnamespace
+        WHERE n.nspname = $1 AND cl.relkind IN ('r', 'v', 'm', 'f', 'p')`,
+      [schema],
+    )
+    const near = nearestNames(
+      table,
+      tables.rows.map((r) => r.relname),
+    )
+    throw new ConcordError(
+      'unknown_table',
+      `no table "${schema}"."${table}" in the source database`,
+      400,
+      near.length ? `did you mean ${near.map((n) => `"${n}"`).join(', ')}?` : `schema "${schema}" has no tables`,
+    )
+  }
+  return res.rows.map((r) => toColumn(r.name, r.typname, Number(r.typmod), r.notnull))
+}
+
 function toColumn(name: string, typname: string, typmod: number, notnull: boolean): CatalogColumn {
   let type: ColumnType = 'string'
   let scale: number | undefined
@@ -247,7 +250,7 @@ function toColumn(name: string, typname: string, typmod: number, notnull: boolea
 }
 
 /** The select-list expression giving text the engine's parsers read exactly. */
-function selectExpr(c: CatalogColumn): string {
+export function selectExpr(c: CatalogColumn): string {
   const id = quoteIdent(c.name)
   if (c.pgType === 'timestamptz') return `to_char(${id} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
   if (c.pgType === 'timestamp') return `to_char(${id}, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
@@ -257,7 +260,7 @@ function selectExpr(c: CatalogColumn): string {
 const OPS: Record<string, string> = { eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' }
 
 /** One condition as SQL; values go to `params`, never into the text. */
-function condition(c: ResolvedCondition, col: CatalogColumn, params: unknown[]): string {
+export function condition(c: ResolvedCondition, col: CatalogColumn, params: unknown[]): string {
   const isString = col.type === 'string'
   // Text types compare in place (indexes stay usable); other types shown as strings (uuid,
   // json, …) compare as their text, which is what the engine holds.
@@ -294,15 +297,16 @@ function condition(c: ResolvedCondition, col: CatalogColumn, params: unknown[]):
   }
 }
 
-async function streamRows(
-  client: pg.PoolClient,
+export async function streamRows(
+  client: pg.ClientBase,
   sql: string,
   params: unknown[],
   columns: CatalogColumn[],
   batchSize: number,
   signal?: AbortSignal,
 ): Promise<Table> {
-  const builders = columns.map((c) => columnBuilder(c, 4096))
+  // exact: a database's 'b2 ' and '' are values, not text to tidy up
+  const builders = columns.map((c) => columnBuilder(c, 4096, true))
   const cursor = client.query(new Cursor(sql, params, { rowMode: 'array', types: TEXT_TYPES }))
   try {
     for (;;) {
@@ -405,7 +409,7 @@ const UNREACHABLE_CODES = new Set([
   '08004',
 ])
 
-function unreachable(err: unknown, conn: string): ConcordError {
+export function unreachable(err: unknown, conn: string): ConcordError {
   const e = err as Error & { code?: string }
   return new ConcordError(
     'source_unreachable',
@@ -415,7 +419,7 @@ function unreachable(err: unknown, conn: string): ConcordError {
   )
 }
 
-function sourceError(err: unknown, conn: string): Error {
+export function sourceError(err: unknown, conn: string): Error {
   if (err instanceof ConcordError || (err as Error).name === 'AbortError') return err as Error
   const e = err as Error & { code?: string }
   if (e.code && UNREACHABLE_CODES.has(e.code)) return unreachable(err, conn)

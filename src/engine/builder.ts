@@ -43,6 +43,8 @@ abstract class BaseBuilder {
   constructor(
     readonly info: ColumnInfo,
     protected capacity: number,
+    /** Database values are kept as they are; text from files is trimmed and '' is NULL. */
+    protected readonly exact = false,
   ) {
     this.valid = new Uint8Array(capacity)
   }
@@ -60,8 +62,8 @@ abstract class BaseBuilder {
   /** Returns the text to convert, or null after recording a NULL. */
   protected begin(v: unknown): unknown {
     if (this.length === this.capacity) this.grow()
-    if (typeof v === 'string') v = v.trim()
-    if (v === null || v === undefined || v === '') {
+    if (typeof v === 'string' && !this.exact) v = v.trim()
+    if (v === null || v === undefined || (v === '' && !this.exact)) {
       this.nulls++
       this.length++
       return null
@@ -83,8 +85,8 @@ class StringBuilder extends BaseBuilder implements ColumnBuilder {
   private offsets: Int32Array
   private data: Uint8Array
   private size = 0
-  constructor(info: ColumnInfo, capacity: number) {
-    super(info, capacity)
+  constructor(info: ColumnInfo, capacity: number, exact: boolean) {
+    super(info, capacity, exact)
     this.offsets = new Int32Array(capacity + 1)
     this.data = new Uint8Array(capacity * 16)
   }
@@ -259,10 +261,14 @@ class BooleanBuilder extends BaseBuilder implements ColumnBuilder {
   }
 }
 
-export function columnBuilder(info: ColumnInfo, capacity = 1024): ColumnBuilder {
+/**
+ * A builder for one column. `exact` (database sources): strings are kept as sent, surrounding
+ * spaces and the empty string included; otherwise (files) text is trimmed and empty is NULL.
+ */
+export function columnBuilder(info: ColumnInfo, capacity = 1024, exact = false): ColumnBuilder {
   switch (info.type) {
     case 'string':
-      return new StringBuilder(info, capacity)
+      return new StringBuilder(info, capacity, exact)
     case 'integer':
       return new IntegerBuilder(info, capacity)
     case 'float':

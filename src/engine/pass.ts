@@ -9,7 +9,7 @@ import { parsePredicate } from '../recipes/predicate.js'
 import type { RecipePass } from '../recipes/schema.js'
 import { matchGroups } from './aggregate.js'
 import { assignOneToOne } from './assign.js'
-import { ExprCompiler } from './compile.js'
+import { CompileError, ExprCompiler } from './compile.js'
 import type { MatchBuilder } from './evidence.js'
 import { type ConjunctChecks, type NearMisses, nearMisses, partitionedJoin } from './hashpass.js'
 import { bandCandidates, conjunctChecks, PairList } from './join.js'
@@ -18,6 +18,8 @@ import { type PartitionedSide, partitionBits, partitionSide } from './partition.
 import { type PassPlan, planPass, referencedColumns } from './plan.js'
 import { type PairScorer, scorer as scorerOf } from './score.js'
 import type { Table } from './table.js'
+import type { ColumnInfo } from './types.js'
+import { TypeChecker } from '../recipes/types.js'
 import { POW10 } from './values.js'
 
 /**
@@ -79,24 +81,35 @@ interface PreparedAggregate {
   maxGroup: number
 }
 
+/**
+ * Parses, plans and compiles a pass over `tables`. With `external`, another engine finds the
+ * candidates (the PostgreSQL engine): the predicate is checked against the sources' full schemas,
+ * and only what assignment needs (scores, deltas, aggregate amounts) is compiled over `tables`,
+ * which then hold just those columns.
+ */
 export function preparePass(
   index: number,
   pass: RecipePass,
   tables: { l: Table; r: Table },
   compared: ComparedColumns = {},
+  external?: { schemas: { l: ColumnInfo[]; r: ColumnInfo[] } },
 ): PreparedPass {
+  const schemas = external?.schemas ?? { l: tables.l.columns, r: tables.r.columns }
   const expr = parsePredicate(pass.when)
-  new ExprCompiler({ l: tables.l.columns, r: tables.r.columns }, tables).typeOf(expr)
-  const plan = planPass(expr, pass.when, (side, c) => tables[side].columns.find((x) => x.name === c)?.type)
+  const checker = new TypeChecker(schemas)
+  checker.check(expr)
+  if (checker.issues.length) throw new CompileError(checker.issues[0].message, expr)
+  const plan = planPass(expr, pass.when, (side, c) => schemas[side].find((x) => x.name === c)?.type)
   if (!plan.keys.length && !plan.band)
     throw new Error(`pass "${pass.name}" has no usable join: add an equality or a range between l and r columns`)
   const scored = { ...plan, amount: plan.amount ?? compared.amount, date: plan.date ?? compared.date }
   const aggregateExprs = pass.aggregate
     ? [parsePredicate(pass.aggregate.sum), parsePredicate(pass.aggregate.equals)]
     : []
-  const space = plan.keys.length
-    ? partitionedSpace(plan, tables, [...plan.conjuncts.map((c) => c.expr), ...aggregateExprs], scored)
-    : { tables, leftRows: null, rightRows: null }
+  const space: PassSpace =
+    plan.keys.length && !external
+      ? partitionedSpace(plan, tables, [...plan.conjuncts.map((c) => c.expr), ...aggregateExprs], scored)
+      : { tables, leftRows: null, rightRows: null }
   const compiler = new ExprCompiler({ l: space.tables.l.columns, r: space.tables.r.columns }, space.tables)
   const scorer = scorerOf(scored, compiler)
   const aggregate = pass.pattern === '1:1' ? undefined : prepareAggregate(pass, compiler)
@@ -107,11 +120,28 @@ export function preparePass(
     plan,
     space,
     compiler,
-    checks: conjunctChecks(plan, compiler),
+    checks: external ? { failed: () => 0, checked: [], total: plan.conjuncts.length } : conjunctChecks(plan, compiler),
     scorer,
     aggregate,
     amountScale: aggregate ? aggregate.scale : scorer.amountScale,
   }
+}
+
+/** The columns a pass reads to score, compute deltas and sum groups: what an external engine must supply. */
+export function assignmentColumns(
+  pass: RecipePass,
+  plan: PassPlan,
+  compared: ComparedColumns,
+): { l: Set<string>; r: Set<string> } {
+  const exprs = pass.aggregate ? [parsePredicate(pass.aggregate.sum), parsePredicate(pass.aggregate.equals)] : []
+  const used = referencedColumns(exprs)
+  for (const pair of [plan.amount ?? compared.amount, plan.date ?? compared.date, plan.similarity]) {
+    if (pair) {
+      used.l.add(pair.l)
+      used.r.add(pair.r)
+    }
+  }
+  return used
 }
 
 /** Both sides partitioned by key hash, with the columns the pass reads (predicate, aggregate, scoring). */
@@ -205,14 +235,22 @@ function freePositions(free: Uint8Array): Int32Array {
  * (1:N, N:1, N:M), emits them in input rows and marks those records taken. Returns what the pass
  * knows about near misses.
  */
-export function runPass(p: PreparedPass, leftFree: Uint8Array, rightFree: Uint8Array, out: MatchBuilder): PassEvidence {
+export function runPass(
+  p: PreparedPass,
+  leftFree: Uint8Array,
+  rightFree: Uint8Array,
+  out: MatchBuilder,
+  /** Candidates found by another engine (rows of `p.space.tables`); the pass then only assigns. */
+  external?: PairList,
+): PassEvidence {
   const { space } = p
   const lf = spaceFree(leftFree, space.leftRows)
   const rf = spaceFree(rightFree, space.rightRows)
-  const pairs = new PairList()
+  const pairs = external ?? new PairList()
   const push = (i: number, j: number) => pairs.push(i, j)
   let evidence: PassEvidence
-  if (space.partitioned) {
+  if (external) evidence = { index: p.index }
+  else if (space.partitioned) {
     const { left, right, equal } = space.partitioned
     const near = { left: nearMisses(left.rows.length), right: nearMisses(right.rows.length) }
     partitionedJoin(left, right, equal, p.checks, lf, rf, near.left, near.right, push)

@@ -82,81 +82,156 @@ export interface RunOptions {
   signal?: AbortSignal
 }
 
+/** One pass in execution order, with the phase of the DAG it belongs to. */
+export interface PassStep {
+  index: number
+  pass: RecipePass
+  phase: number
+}
+
+/**
+ * Runs passes in DAG order and keeps their reports: a pass whose dependencies did not all finish
+ * is skipped with `blocked_by`; a pass that throws is `failed` with its message. Shared by the
+ * in-process engine and the PostgreSQL engine, which differ only in how a pass finds candidates.
+ */
+export class PassScheduler {
+  readonly steps: PassStep[] = []
+  readonly phases: number
+  private readonly reports = new Map<string, PassReport>()
+  private readonly started = new Map<string, number>()
+
+  constructor(private readonly recipe: Recipe) {
+    const order = orderPasses(recipe.passes)
+    this.phases = order.phases.length
+    order.phases.forEach((names, n) => {
+      for (const name of names) {
+        const index = recipe.passes.findIndex((p) => p.name === name)
+        this.steps.push({ index, pass: recipe.passes[index], phase: n + 1 })
+        this.reports.set(name, {
+          name,
+          pattern: recipe.passes[index].pattern,
+          status: 'done',
+          depends_on: order.dependencies.get(name)!,
+          matches: 0,
+          ambiguous: 0,
+          left_matched: 0,
+          right_matched: 0,
+          left_amount: null,
+          right_amount: null,
+          ms: 0,
+        })
+      }
+    })
+  }
+
+  /** False (and the pass marked skipped) when a pass it depends on did not finish. */
+  begin(step: PassStep): boolean {
+    const report = this.reports.get(step.pass.name)!
+    const blocked = report.depends_on.filter((d) => this.reports.get(d)!.status !== 'done')
+    if (blocked.length) {
+      report.status = 'skipped'
+      report.blocked_by = blocked
+      return false
+    }
+    this.started.set(step.pass.name, performance.now())
+    return true
+  }
+
+  fail(step: PassStep, err: unknown): void {
+    const report = this.reports.get(step.pass.name)!
+    report.status = 'failed'
+    report.error = (err as Error).message ?? String(err)
+  }
+
+  end(step: PassStep, onProgress?: (p: RunProgress) => void): void {
+    const report = this.reports.get(step.pass.name)!
+    report.ms = Math.round(performance.now() - (this.started.get(step.pass.name) ?? performance.now()))
+    onProgress?.({
+      pass: step.pass.name,
+      phase: step.phase,
+      phases: this.phases,
+      percent: Math.round((100 * step.phase) / this.phases),
+    })
+  }
+
+  /** Reports in the recipe's order. */
+  list(): PassReport[] {
+    return this.recipe.passes.map((p) => this.reports.get(p.name)!)
+  }
+}
+
 export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOptions = {}): RunResult {
   const t0 = performance.now()
   const tables = { l: left, r: right }
-  const order = orderPasses(recipe.passes)
+  const scheduler = new PassScheduler(recipe)
   const leftFree = new Uint8Array(left.length).fill(1)
   const rightFree = new Uint8Array(right.length).fill(1)
   const matches = new MatchBuilder()
-  const reports = new Map<string, PassReport>()
   const prepared: PreparedPass[] = []
   const evidence: PassEvidence[] = []
   const compared = comparedColumns(recipe, tables)
   const t1 = performance.now()
 
-  let phaseNo = 0
-  for (const phase of order.phases) {
-    phaseNo++
-    for (const name of phase) {
-      opts.signal?.throwIfAborted()
-      const index = recipe.passes.findIndex((p) => p.name === name)
-      const pass = recipe.passes[index]
-      const deps = order.dependencies.get(name)!
-      const report: PassReport = {
-        name,
-        pattern: pass.pattern,
-        status: 'done',
-        depends_on: deps,
-        matches: 0,
-        ambiguous: 0,
-        left_matched: 0,
-        right_matched: 0,
-        left_amount: null,
-        right_amount: null,
-        ms: 0,
-      }
-      reports.set(name, report)
-      const blocked = deps.filter((d) => reports.get(d)?.status !== 'done')
-      if (blocked.length) {
-        report.status = 'skipped'
-        report.blocked_by = blocked
-        continue
-      }
-      const started = performance.now()
-      try {
-        const p = preparePass(index, pass, tables, compared)
-        prepared.push(p)
-        evidence.push(runPass(p, leftFree, rightFree, matches))
-      } catch (err) {
-        report.status = 'failed'
-        report.error = (err as Error).message
-      }
-      report.ms = Math.round(performance.now() - started)
-      opts.onProgress?.({
-        pass: name,
-        phase: phaseNo,
-        phases: order.phases.length,
-        percent: Math.round((100 * phaseNo) / order.phases.length),
-      })
+  for (const step of scheduler.steps) {
+    opts.signal?.throwIfAborted()
+    if (!scheduler.begin(step)) continue
+    try {
+      const p = preparePass(step.index, step.pass, tables, compared)
+      prepared.push(p)
+      evidence.push(runPass(p, leftFree, rightFree, matches))
+    } catch (err) {
+      scheduler.fail(step, err)
     }
+    scheduler.end(step, opts.onProgress)
   }
   const t2 = performance.now()
-
-  const passes = recipe.passes.map((p) => reports.get(p.name)!)
-  const failed = passes.some((r) => r.status !== 'done')
-  const matchSet = failed ? emptyMatches() : matches.finish()
-  const passInfo = recipe.passes.map((pass, n) =>
-    passInfoOf(
-      pass,
-      prepared.find((p) => p.index === n),
-    ),
-  )
+  const failed = scheduler.list().some((r) => r.status !== 'done')
   const unmatchedLeft = failed ? emptyUnmatched() : explainUnmatched('l', evidence, leftFree, rightFree, tables)
   const unmatchedRight = failed ? emptyUnmatched() : explainUnmatched('r', evidence, rightFree, leftFree, tables)
   const t3 = performance.now()
+  return assembleResult({
+    recipe,
+    version: opts.version,
+    scheduler,
+    prepared,
+    matches,
+    left,
+    right,
+    unmatchedLeft,
+    unmatchedRight,
+    compared,
+    timings: { plan_ms: ms(t1 - t0), match_ms: ms(t2 - t1), evidence_ms: ms(t3 - t2), total_ms: ms(t3 - t0) },
+  })
+}
 
-  // counts and amounts per side and per pass, from the match columns
+/**
+ * The run's result from its passes' work: the match columns, the unmatched sets and the summary
+ * (counts and exact amounts per side and per pass). A failed run commits nothing: its report
+ * says why, per pass.
+ */
+export function assembleResult(run: {
+  recipe: Recipe
+  version?: number
+  scheduler: PassScheduler
+  prepared: PreparedPass[]
+  matches: MatchBuilder
+  left: Table
+  right: Table
+  unmatchedLeft: UnmatchedSet
+  unmatchedRight: UnmatchedSet
+  compared: ComparedColumns
+  timings: RunSummary['timings']
+}): RunResult {
+  const { recipe, left, right, compared } = run
+  const passes = run.scheduler.list()
+  const failed = passes.some((r) => r.status !== 'done')
+  const matchSet = failed ? emptyMatches() : run.matches.finish()
+  const passInfo = recipe.passes.map((pass, n) =>
+    passInfoOf(
+      pass,
+      run.prepared.find((p) => p.index === n),
+    ),
+  )
   let ambiguous = 0
   for (let k = 0; k < matchSet.count; k++) {
     const report = passes[matchSet.pass[k]]
@@ -186,7 +261,7 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
   const rightSummary = side(rightTotals)
   const summary: RunSummary = {
     recipe: recipe.name,
-    recipe_version: opts.version ?? null,
+    recipe_version: run.version ?? null,
     status: failed ? 'failed' : 'completed',
     left: leftSummary,
     right: rightSummary,
@@ -197,14 +272,21 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
         ? 0
         : round((leftSummary.matched + rightSummary.matched) / (left.length + right.length)),
     passes,
-    timings: { plan_ms: ms(t1 - t0), match_ms: ms(t2 - t1), evidence_ms: ms(t3 - t2), total_ms: ms(t3 - t0) },
+    timings: run.timings,
   }
-  // A failed run commits nothing: its report says why, per pass.
-  return { left, right, passes: passInfo, matches: matchSet, unmatchedLeft, unmatchedRight, summary }
+  return {
+    left,
+    right,
+    passes: passInfo,
+    matches: matchSet,
+    unmatchedLeft: failed ? emptyUnmatched() : run.unmatchedLeft,
+    unmatchedRight: failed ? emptyUnmatched() : run.unmatchedRight,
+    summary,
+  }
 }
 
 const round = (x: number) => Math.round(x * 1e6) / 1e6
-const ms = (x: number) => Math.round(x * 10) / 10
+export const ms = (x: number) => Math.round(x * 10) / 10
 
 function passInfoOf(pass: RecipePass, p: PreparedPass | undefined): PassInfo {
   const plan = p?.plan

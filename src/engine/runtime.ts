@@ -28,9 +28,10 @@ export const runtime = {
   isNull: (a: V): boolean => a === null,
   upper: (s: string | null) => (s === null ? null : s.toUpperCase()),
   lower: (s: string | null) => (s === null ? null : s.toLowerCase()),
-  trim: (s: string | null) => (s === null ? null : s.trim()),
-  ltrim: (s: string | null) => (s === null ? null : s.trimStart()),
-  rtrim: (s: string | null) => (s === null ? null : s.trimEnd()),
+  // PostgreSQL's trim removes spaces only (not tabs or newlines): so does the engine
+  trim: (s: string | null) => (s === null ? null : s.replace(/^ +| +$/g, '')),
+  ltrim: (s: string | null) => (s === null ? null : s.replace(/^ +/, '')),
+  rtrim: (s: string | null) => (s === null ? null : s.replace(/ +$/, '')),
   length: (s: string | null) => (s === null ? null : [...s].length),
   concat: (a: V, b: V): string | null => (a === null || b === null ? null : String(a) + String(b)),
   substring: (s: string | null, from: number | null, len?: number | null): string | null => {
@@ -51,12 +52,12 @@ export const runtime = {
   },
   greatest: (...xs: V[]): V => {
     let best: V = null
-    for (const x of xs) if (x !== null && (best === null || x > best)) best = x
+    for (const x of xs) if (x !== null && (best === null || order(x, best) > 0)) best = x
     return best
   },
   least: (...xs: V[]): V => {
     let best: V = null
-    for (const x of xs) if (x !== null && (best === null || x < best)) best = x
+    for (const x of xs) if (x !== null && (best === null || order(x, best) < 0)) best = x
     return best
   },
   /** ROUND half away from zero (as PostgreSQL's numeric), on units: divide by 10^k. */
@@ -76,6 +77,12 @@ export const runtime = {
 }
 
 export type Runtime = typeof runtime
+
+/** Strings by code point (the C collation), everything else by value. */
+function order(a: number | string | boolean, b: number | string | boolean): number {
+  if (typeof a === 'string' && typeof b === 'string') return codepointCompare(a, b)
+  return a > b ? 1 : a < b ? -1 : 0
+}
 
 function codepointCompare(a: string, b: string): number {
   const n = Math.min(a.length, b.length)

@@ -8,6 +8,8 @@ import type { Table } from '../engine/table.js'
 import type { Recipe } from '../recipes/schema.js'
 import { EngineContext, type Source } from '../sources/connector.js'
 import { type ConnectorContext, loadConnectors } from '../sources/registry.js'
+import type { PostgresSourceConfig } from '../../connectors/postgres.js'
+import { runPushdown } from './pushdown.js'
 import { writeResults } from './results.js'
 
 export type RunMode = 'sample' | 'full'
@@ -18,6 +20,8 @@ export interface JobSpec {
   recipe: Recipe
   version: number | null
   mode: RunMode
+  /** memory: the in-process engine; postgres: the joins run in the sources' database. */
+  engine?: 'memory' | 'postgres'
   dryRun: boolean
   /** The two sources, with their full (unredacted) configs. */
   sources: { left: Source; right: Source }
@@ -51,6 +55,7 @@ export async function runJob(
     onProgress({ ...progress, rows_loaded: { ...progress.rows_loaded } })
   }
   report({})
+  if (spec.engine === 'postgres') return pushdown(spec, report)
   let tables: { left: Table; right: Table }
   if (spec.mode === 'sample') {
     if (!spec.sample) throw new Error('a sample run needs the loaded scoped tables')
@@ -86,6 +91,28 @@ export async function runJob(
     report({ phase: 'writing', percent: 85 })
     await mkdir(spec.outDir, { recursive: true })
     await writeResults(spec.outDir, { result, leftKey: spec.recipe.left.key, rightKey: spec.recipe.right.key })
+  }
+  report({ phase: 'done', percent: 100 })
+  return result.summary
+}
+
+async function pushdown(spec: JobSpec, report: (patch: Partial<JobProgress>) => void): Promise<RunSummary> {
+  const { result, records } = await runPushdown(
+    spec.recipe,
+    spec.sources as { left: Source<PostgresSourceConfig>; right: Source<PostgresSourceConfig> },
+    {
+      statementTimeoutMs: spec.connectors.statementTimeoutMs,
+      version: spec.version ?? undefined,
+      onProgress: (p) => {
+        if (p.loaded) report({ rows_loaded: { left: p.loaded[0], right: p.loaded[1] }, percent: 30, phase: 'matching' })
+        else report({ pass: p.pass, percent: 30 + Math.round(p.percent * 0.55) })
+      },
+    },
+  )
+  if (spec.outDir && result.summary.status === 'completed') {
+    report({ phase: 'writing', percent: 85 })
+    await mkdir(spec.outDir, { recursive: true })
+    await writeResults(spec.outDir, { result, leftKey: spec.recipe.left.key, rightKey: spec.recipe.right.key, records })
   }
   report({ phase: 'done', percent: 100 })
   return result.summary

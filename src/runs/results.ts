@@ -75,10 +75,15 @@ export interface ResultsInput {
   result: RunResult
   leftKey: string[]
   rightKey: string[]
+  /**
+   * The unmatched records with all their columns, in the order of the unmatched sets, when the
+   * result's tables hold only some columns (the PostgreSQL engine); else taken from those tables.
+   */
+  records?: { left: Table; right: Table }
 }
 
 /** Writes the three result files of a completed run into `dir` (which exists). */
-export async function writeResults(dir: string, { result, leftKey, rightKey }: ResultsInput): Promise<void> {
+export async function writeResults(dir: string, { result, leftKey, rightKey, records }: ResultsInput): Promise<void> {
   const { left, right, matches: m, passes } = result
   const leftKeys = keyColumn(left, leftKey)
   const rightKeys = keyColumn(right, rightKey)
@@ -140,7 +145,7 @@ export async function writeResults(dir: string, { result, leftKey, rightKey }: R
       ),
       failed_conjunct: makeVector(arrowData(stringColumn(conjuncts))),
       reason: makeVector(arrowData(stringColumn(reasons))),
-      ...arrowColumns(takeRows(own, u.rows), side === 'left' ? 'l.' : 'r.'),
+      ...arrowColumns(records ? records[side] : takeRows(own, u.rows), side === 'left' ? 'l.' : 'r.'),
     })
     await writeFile(resultFile(dir, `unmatched-${side}`), tableToIPC(unmatched, 'file'))
   }

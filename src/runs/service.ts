@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto'
 import { mkdir, readdir, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { Worker } from 'node:worker_threads'
+import type { Worker } from 'node:worker_threads'
 import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Kysely } from 'kysely'
@@ -22,6 +22,8 @@ import type { RecipesService } from '../recipes/service.js'
 import type { SourcesService } from '../sources/service.js'
 import { initialProgress, type JobProgress, type JobSpec, type RunMode } from './job.js'
 import { forget } from './pages.js'
+import { WorkerPool } from './pool.js'
+import { pushdownProblem } from './pushdown.js'
 
 export interface StartRun {
   recipe_id?: string
@@ -66,6 +68,7 @@ export class RunsService {
   private readonly active = new Map<string, Active>()
   private readonly settled = new Map<string, Promise<void>>()
   private closing = false
+  private readonly pool: WorkerPool
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -73,7 +76,9 @@ export class RunsService {
     private readonly sources: SourcesService,
     private readonly config: Config,
     private readonly log: FastifyBaseLogger,
-  ) {}
+  ) {
+    this.pool = new WorkerPool(config.runConcurrency)
+  }
 
   get runsDir(): string {
     return this.config.runsDir
@@ -147,7 +152,16 @@ export class RunsService {
           )
       }
     }
-    if (engine === 'postgres') await this.checkPushdown(applied)
+    if (engine === 'postgres') {
+      if (mode === 'sample')
+        throw new ConcordError(
+          'pushdown_unavailable',
+          'a sample run uses the scoped tables loaded in memory: it cannot run in PostgreSQL',
+          400,
+          'run with "mode": "full", or with engine "memory"',
+        )
+      await this.checkPushdown(applied)
+    }
     const id = randomUUID()
     await this.db
       .insertInto('runs')
@@ -188,14 +202,17 @@ export class RunsService {
   }
 
   private async checkPushdown(recipe: Recipe): Promise<void> {
-    const left = await this.sources.source(recipe.left.source)
-    const right = await this.sources.source(recipe.right.source)
-    if (left.type !== 'postgres' || right.type !== 'postgres')
+    const sources = {
+      left: await this.sources.source(recipe.left.source),
+      right: await this.sources.source(recipe.right.source),
+    }
+    const problem = pushdownProblem(recipe, sources)
+    if (problem)
       throw new ConcordError(
         'pushdown_unavailable',
-        'engine "postgres" needs both sources to be PostgreSQL tables',
+        problem,
         400,
-        'use engine "memory", or register both sides as postgres sources in one database',
+        'use engine "memory", or register both sides as postgres tables of one database',
       )
   }
 
@@ -230,6 +247,7 @@ export class RunsService {
       recipe: row.recipe,
       version: row.recipe_version,
       mode: row.mode,
+      engine: row.engine,
       dryRun: row.dry_run,
       sources: {
         left: await this.sources.source(row.recipe.left.source),
@@ -252,9 +270,8 @@ export class RunsService {
       spec.sample = { left: left.table, right: right.table }
     }
     await this.db.updateTable('runs').set({ status: 'running', started_at: new Date() }).where('id', '=', id).execute()
-    const worker = new Worker(new URL('./worker-boot.mjs', import.meta.url), {
-      workerData: { module: new URL('./worker.ts', import.meta.url).href },
-    })
+    const pooled = this.pool.acquire()
+    const { worker } = pooled
     const active: Active = {
       worker,
       progress: { ...initialProgress(), phase: 'loading' },
@@ -265,40 +282,60 @@ export class RunsService {
     this.log.info({ run_id: id }, 'run started')
     await new Promise<void>((resolve) => {
       let finished = false
-      const end = async (status: RunStatus, patch: { summary?: RunSummary; error?: RunView['error'] }) => {
+      const end = async (
+        status: RunStatus,
+        patch: { summary?: RunSummary; error?: RunView['error'] },
+        reusable: boolean,
+      ) => {
         if (finished) return
         finished = true
         this.active.delete(id)
-        await worker.terminate()
+        worker.off('message', onMessage).off('error', onError).off('exit', onExit)
+        // a worker that finished its job normally serves the next one; any other is let go
+        if (reusable) this.pool.release(pooled)
+        else await worker.terminate()
         await this.finish(id, status, patch, active.progress).catch((err) =>
           this.log.error({ err, run_id: id }, 'run bookkeeping failed'),
         )
         resolve()
       }
-      worker.on(
-        'message',
-        (msg: { type: string; progress?: JobProgress; summary?: RunSummary; error?: RunView['error'] }) => {
-          if (msg.type === 'progress' && msg.progress) {
-            active.progress = msg.progress
-            void this.saveProgress(id, active)
-          } else if (msg.type === 'done' && msg.summary) {
-            const failed = msg.summary.passes.find((p) => p.status === 'failed')
-            if (failed)
-              void end('failed', {
+      const onMessage = (msg: {
+        type: string
+        progress?: JobProgress
+        summary?: RunSummary
+        error?: RunView['error']
+      }) => {
+        if (msg.type === 'progress' && msg.progress) {
+          active.progress = msg.progress
+          void this.saveProgress(id, active)
+        } else if (msg.type === 'done' && msg.summary) {
+          const failed = msg.summary.passes.find((p) => p.status === 'failed')
+          if (failed)
+            void end(
+              'failed',
+              {
                 summary: msg.summary,
                 error: { error: 'pass_failed', message: `pass ${failed.name} failed: ${failed.error}` },
-              })
-            else void end('completed', { summary: msg.summary })
-          } else if (msg.type === 'failed') void end('failed', { error: msg.error })
-        },
-      )
-      worker.on('error', (err) => void end('failed', { error: { error: 'run_failed', message: err.message } }))
-      worker.on('exit', () => {
-        if (active.cancelled) void end('cancelled', { error: { error: 'cancelled', message: 'the run was cancelled' } })
+              },
+              true,
+            )
+          else void end('completed', { summary: msg.summary }, true)
+        } else if (msg.type === 'failed') void end('failed', { error: msg.error }, true)
+      }
+      const onError = (err: Error) =>
+        void end('failed', { error: { error: 'run_failed', message: err.message } }, false)
+      const onExit = () => {
+        if (active.cancelled)
+          void end('cancelled', { error: { error: 'cancelled', message: 'the run was cancelled' } }, false)
         else if (this.closing)
-          void end('interrupted', { error: { error: 'interrupted', message: 'the service stopped during the run' } })
-        else void end('failed', { error: { error: 'run_failed', message: 'the run stopped unexpectedly' } })
-      })
+          void end(
+            'interrupted',
+            { error: { error: 'interrupted', message: 'the service stopped during the run' } },
+            false,
+          )
+        else void end('failed', { error: { error: 'run_failed', message: 'the run stopped unexpectedly' } }, false)
+      }
+      worker.on('message', onMessage).on('error', onError).on('exit', onExit)
       worker.postMessage(spec)
     })
   }
@@ -450,6 +487,7 @@ export class RunsService {
       }).catch(() => {})
     for (const active of this.active.values()) await active.worker.terminate()
     await Promise.all(this.settled.values())
+    await this.pool.close()
   }
 
   private async row(id: string): Promise<RunRow> {

@@ -1,5 +1,5 @@
-// A run's worker thread: receives one JobSpec, posts progress, then `done` with the summary or
-// `failed` with an error body. The service terminates the thread to cancel it.
+// A run's worker thread: runs one JobSpec at a time, posting progress, then `done` with the
+// summary or `failed` with an error body. The service terminates the thread to cancel a run.
 
 import { parentPort } from 'node:worker_threads'
 import { ConcordError } from '../errors.js'
@@ -8,7 +8,7 @@ import { type JobSpec, runJob } from './job.js'
 const port = parentPort
 if (!port) throw new Error('runs/worker.ts runs in a worker thread')
 
-port.once('message', async (spec: JobSpec) => {
+port.on('message', async (spec: JobSpec) => {
   try {
     const summary = await runJob(spec, (progress) => port.postMessage({ type: 'progress', progress }))
     port.postMessage({ type: 'done', summary })
