@@ -62,28 +62,46 @@ export function stringAt(col: StringColumn, row: number): string {
 /** Keeps only the rows listed in `rows` (in that order). */
 export function takeColumn(col: Column, rows: Int32Array): Column {
   const n = rows.length
-  let valid: Uint8Array | null = null
-  if (col.valid) {
-    valid = new Uint8Array(n)
-    for (let i = 0; i < n; i++) valid[i] = col.valid[rows[i]]
+  const valid = col.valid === null ? null : takeU8(col.valid, rows)
+  if (col.type === 'string') return { type: 'string', length: n, valid, ...takeStrings(col.offsets, col.data, rows) }
+  // one loop per array type: a loop that met several typed-array classes would go megamorphic
+  if (col.values instanceof Float64Array)
+    return { ...col, length: n, valid, values: takeF64(col.values, rows) } as Column
+  if (col.values instanceof Int32Array) return { ...col, length: n, valid, values: takeI32(col.values, rows) } as Column
+  return { ...col, length: n, valid, values: takeU8(col.values, rows) } as Column
+}
+
+function takeStrings(
+  offsets: Int32Array,
+  data: Uint8Array,
+  rows: Int32Array,
+): { offsets: Int32Array; data: Uint8Array } {
+  const n = rows.length
+  const out = new Int32Array(n + 1)
+  for (let i = 0; i < n; i++) out[i + 1] = out[i] + offsets[rows[i] + 1] - offsets[rows[i]]
+  const bytes = new Uint8Array(out[n])
+  for (let i = 0; i < n; i++) {
+    // a byte loop: subarray() + set() per value allocates, and values are short
+    let at = out[i]
+    for (let p = offsets[rows[i]], e = offsets[rows[i] + 1]; p < e; p++) bytes[at++] = data[p]
   }
-  if (col.type === 'string') {
-    const offsets = new Int32Array(n + 1)
-    let size = 0
-    for (let i = 0; i < n; i++) size += col.offsets[rows[i] + 1] - col.offsets[rows[i]]
-    const data = new Uint8Array(size)
-    let at = 0
-    for (let i = 0; i < n; i++) {
-      const s = col.offsets[rows[i]]
-      const e = col.offsets[rows[i] + 1]
-      data.set(col.data.subarray(s, e), at)
-      at += e - s
-      offsets[i + 1] = at
-    }
-    return { type: 'string', length: n, valid, offsets, data }
-  }
-  const src = col.values
-  const values = new (src.constructor as new (n: number) => typeof src)(n)
-  for (let i = 0; i < n; i++) values[i] = src[rows[i]]
-  return { ...col, length: n, valid, values } as Column
+  return { offsets: out, data: bytes }
+}
+
+function takeF64(src: Float64Array, rows: Int32Array): Float64Array {
+  const out = new Float64Array(rows.length)
+  for (let i = 0; i < rows.length; i++) out[i] = src[rows[i]]
+  return out
+}
+
+function takeI32(src: Int32Array, rows: Int32Array): Int32Array {
+  const out = new Int32Array(rows.length)
+  for (let i = 0; i < rows.length; i++) out[i] = src[rows[i]]
+  return out
+}
+
+function takeU8(src: Uint8Array, rows: Int32Array): Uint8Array {
+  const out = new Uint8Array(rows.length)
+  for (let i = 0; i < rows.length; i++) out[i] = src[rows[i]]
+  return out
 }

@@ -106,22 +106,59 @@ export class MatchBuilder {
     this.rightStart[k] = this.nr
   }
 
-  finish(): MatchSet {
+  /**
+   * The matches, pass by pass (in the order the passes ran) and within a pass by their first left
+   * record: the order pages and
+   * exports show, and one that reads the left side's columns in sequence rather than in the
+   * hash order a partitioned join produces them. A record is in at most one match, so the first
+   * left rows are distinct and a counting pass orders them.
+   */
+  finish(passOrder: number[], leftLength: number): MatchSet {
     const n = this.n
     this.leftStart[n] = this.nl
     this.rightStart[n] = this.nr
-    return {
-      count: n,
-      pass: this.pass.slice(0, n),
-      score: this.score.slice(0, n),
-      ambiguous: this.ambiguous.slice(0, n),
-      amountDelta: this.amount.slice(0, n),
-      daysDelta: this.days.slice(0, n),
-      leftStart: this.leftStart.slice(0, n + 1),
-      leftRows: this.leftRows.slice(0, this.nl),
-      rightStart: this.rightStart.slice(0, n + 1),
-      rightRows: this.rightRows.slice(0, this.nr),
+    const byFirstLeft = new Int32Array(leftLength).fill(-1)
+    const leftStarts = this.leftStart
+    const leftRowsIn = this.leftRows
+    for (let k = 0; k < n; k++) byFirstLeft[leftRowsIn[leftStarts[k]]] = k
+    // the rank of each pass in the order passes ran, then a stable bucket per pass
+    const rank = new Int32Array(Math.max(0, ...passOrder) + 1)
+    passOrder.forEach((p, r) => (rank[p] = r))
+    const bucketStart = new Int32Array(passOrder.length + 1)
+    for (let k = 0; k < n; k++) bucketStart[rank[this.pass[k]] + 1]++
+    for (let r = 0; r < passOrder.length; r++) bucketStart[r + 1] += bucketStart[r]
+    const order = new Int32Array(n)
+    for (let row = 0; row < leftLength; row++) {
+      const k = byFirstLeft[row]
+      if (k >= 0) order[bucketStart[rank[this.pass[k]]]++] = k
     }
+    const leftStart = new Int32Array(n + 1)
+    const rightStart = new Int32Array(n + 1)
+    const leftRows = new Int32Array(this.nl)
+    const rightRows = new Int32Array(this.nr)
+    for (let i = 0; i < n; i++) {
+      const k = order[i]
+      let l = leftStart[i]
+      for (let x = this.leftStart[k]; x < this.leftStart[k + 1]; x++) leftRows[l++] = this.leftRows[x]
+      leftStart[i + 1] = l
+      let r = rightStart[i]
+      for (let x = this.rightStart[k]; x < this.rightStart[k + 1]; x++) rightRows[r++] = this.rightRows[x]
+      rightStart[i + 1] = r
+    }
+    const pass = new Int32Array(n)
+    const score = new Float64Array(n)
+    const ambiguous = new Uint8Array(n)
+    const amountDelta = new Float64Array(n)
+    const daysDelta = new Float64Array(n)
+    for (let i = 0; i < n; i++) {
+      const k = order[i]
+      pass[i] = this.pass[k]
+      score[i] = this.score[k]
+      ambiguous[i] = this.ambiguous[k]
+      amountDelta[i] = this.amount[k]
+      daysDelta[i] = this.days[k]
+    }
+    return { count: n, pass, score, ambiguous, amountDelta, daysDelta, leftStart, leftRows, rightStart, rightRows }
   }
 }
 
@@ -132,7 +169,7 @@ function grow<T extends Int32Array | Float64Array | Uint8Array>(a: T): T {
 }
 
 export function emptyMatches(): MatchSet {
-  return new MatchBuilder().finish()
+  return new MatchBuilder().finish([], 0)
 }
 
 export function emptyUnmatched(): UnmatchedSet {
@@ -226,6 +263,47 @@ export function matchRecord(
   }
 }
 
+/** A record's nearest miss: the pass, the conjunct its candidate failed (null: it passed them all). */
+export interface NearestMiss {
+  pass: PassInfo | null
+  conjunct: string | null
+  candidate: string | null
+  taken: boolean
+}
+
+/** Why a record is unmatched, from its nearest miss: the fields an unmatched record carries. */
+export function describeUnmatched(
+  miss: NearestMiss,
+  side: 'left' | 'right',
+  passes: PassInfo[],
+): { failed: UnmatchedRecord['failed']; reason: string } {
+  const other = side === 'left' ? 'right' : 'left'
+  const pass = miss.pass
+  if (miss.candidate === null || pass === null) {
+    const first = passes[0]
+    return {
+      failed: first ? { pass: first.name, conjunct: first.join } : null,
+      reason: passes.length
+        ? `no ${other} record shares its join in any pass (${passes.map((p) => `${p.name}: ${p.join}`).join('; ')})`
+        : 'no pass ran',
+    }
+  }
+  const taken = miss.taken ? ' (it was matched elsewhere)' : ''
+  if (miss.conjunct === null) {
+    return {
+      failed: { pass: pass.name, conjunct: '' },
+      reason:
+        pass.pattern === '1:1'
+          ? `${miss.candidate}${taken} satisfies pass ${pass.name} but was outscored or tied`
+          : `${miss.candidate}${taken} satisfies pass ${pass.name} but no group sums to the amount within tolerance`,
+    }
+  }
+  return {
+    failed: { pass: pass.name, conjunct: miss.conjunct },
+    reason: `closest candidate ${miss.candidate}${taken} failed ${miss.conjunct} in pass ${pass.name}`,
+  }
+}
+
 export function unmatchedRecord(
   u: UnmatchedSet,
   k: number,
@@ -234,38 +312,9 @@ export function unmatchedRecord(
   ownKey: (row: number) => string,
   otherKey: (row: number) => string,
 ): UnmatchedRecord {
-  const other = side === 'left' ? 'right' : 'left'
-  const key = ownKey(u.rows[k])
-  if (u.candidate[k] < 0) {
-    const first = passes[0]
-    return {
-      record_key: key,
-      closest_candidate: null,
-      failed: first ? { pass: first.name, conjunct: first.join } : null,
-      reason: passes.length
-        ? `no ${other} record shares its join in any pass (${passes.map((p) => `${p.name}: ${p.join}`).join('; ')})`
-        : 'no pass ran',
-    }
-  }
-  const pass = passes[u.pass[k]]
-  const candidate = otherKey(u.candidate[k])
-  const taken = u.candidateTaken[k] ? ' (it was matched elsewhere)' : ''
-  if (u.conjunct[k] < 0) {
-    return {
-      record_key: key,
-      closest_candidate: candidate,
-      failed: { pass: pass.name, conjunct: '' },
-      reason:
-        pass.pattern === '1:1'
-          ? `${candidate}${taken} satisfies pass ${pass.name} but was outscored or tied`
-          : `${candidate}${taken} satisfies pass ${pass.name} but no group sums to the amount within tolerance`,
-    }
-  }
-  const conjunct = pass.conjuncts[u.conjunct[k]]
-  return {
-    record_key: key,
-    closest_candidate: candidate,
-    failed: { pass: pass.name, conjunct },
-    reason: `closest candidate ${candidate}${taken} failed ${conjunct} in pass ${pass.name}`,
-  }
+  const candidate = u.candidate[k] < 0 ? null : otherKey(u.candidate[k])
+  const pass = u.pass[k] < 0 ? null : passes[u.pass[k]]
+  const conjunct = pass && u.conjunct[k] >= 0 ? pass.conjuncts[u.conjunct[k]] : null
+  const miss = { pass, conjunct, candidate, taken: u.candidateTaken[k] === 1 }
+  return { record_key: ownKey(u.rows[k]), closest_candidate: candidate, ...describeUnmatched(miss, side, passes) }
 }

@@ -225,7 +225,12 @@ export function assembleResult(run: {
   const { recipe, left, right, compared } = run
   const passes = run.scheduler.list()
   const failed = passes.some((r) => r.status !== 'done')
-  const matchSet = failed ? emptyMatches() : run.matches.finish()
+  const matchSet = failed
+    ? emptyMatches()
+    : run.matches.finish(
+        run.scheduler.steps.map((s) => s.index),
+        left.length,
+      )
   const passInfo = recipe.passes.map((pass, n) =>
     passInfoOf(
       pass,

@@ -6,6 +6,7 @@ import { createReadStream } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { Readable } from 'node:stream'
 import { type Table as ArrowTable, DataType, type Field, tableFromIPC, type Vector } from 'apache-arrow'
+import { describeUnmatched, type PassInfo } from '../engine/evidence.js'
 import { formatDate, formatDecimal, formatTimestamp } from '../engine/values.js'
 import { type ResultSet, resultFile } from './results.js'
 
@@ -104,6 +105,7 @@ export async function matchesPage(dir: string, offset: number, limit: number, fi
     'days_delta',
     'ambiguous',
   ].map(col)
+  const amountField = table.schema.fields.find((f) => f.name === 'amount_delta')!
   const items = []
   for (let n = offset; n < Math.min(total, offset + limit); n++) {
     const i = rows ? rows[n] : n
@@ -114,11 +116,32 @@ export async function matchesPage(dir: string, offset: number, limit: number, fi
       left_keys: [...(lk.get(i) as Iterable<string>)],
       right_keys: [...(rk.get(i) as Iterable<string>)],
       score: Number(score.get(i)),
-      deltas: { amount: amount.get(i) ?? null, days: days.get(i) ?? null },
+      deltas: { amount: jsonOf(amountField, amount, i) as string | null, days: days.get(i) ?? null },
       ambiguous: Boolean(ambiguous.get(i)),
     })
   }
   return { total, offset, limit, items }
+}
+
+/** Reads the nearest miss of row i of an unmatched-records file, and says why the record is unmatched. */
+function missReader(table: ArrowTable, side: 'left' | 'right') {
+  const passes = JSON.parse(table.schema.metadata.get('concord.passes') ?? '[]') as PassInfo[]
+  const [candidate, pass, conjunct, taken] = [
+    'closest_candidate',
+    'failed_pass',
+    'failed_conjunct',
+    'candidate_taken',
+  ].map((name) => table.getChild(name)!)
+  return (i: number) => {
+    const passName = pass.get(i) as string | null
+    const miss = {
+      pass: passes.find((p) => p.name === passName) ?? null,
+      conjunct: (conjunct.get(i) as string | null) ?? null,
+      candidate: (candidate.get(i) as string | null) ?? null,
+      taken: Boolean(taken.get(i)),
+    }
+    return { closest_candidate: miss.candidate, ...describeUnmatched(miss, side, passes) }
+  }
 }
 
 export async function unmatchedPage(
@@ -134,20 +157,13 @@ export async function unmatchedPage(
   const prefix = side === 'left' ? 'l.' : 'r.'
   const fields = table.schema.fields.filter((f) => f.name.startsWith(prefix))
   const col = (name: string) => table.getChild(name)!
+  const miss = missReader(table, side)
   const items = []
   for (let n = offset; n < Math.min(total, offset + limit); n++) {
     const i = rows ? rows[n] : n
-    const failedPass = col('failed_pass').get(i)
     const record: Record<string, JsonValue | JsonValue[]> = {}
     for (const f of fields) record[f.name.slice(prefix.length)] = jsonOf(f, col(f.name), i)
-    items.push({
-      record_key: String(col('record_key').get(i)),
-      closest_candidate: col('closest_candidate').get(i) ?? null,
-      failed:
-        failedPass === null ? null : { pass: String(failedPass), conjunct: String(col('failed_conjunct').get(i)) },
-      reason: String(col('reason').get(i)),
-      record,
-    })
+    items.push({ record_key: String(col('record_key').get(i)), ...miss(i), record })
   }
   return { total, offset, limit, items }
 }
@@ -166,9 +182,16 @@ function csvField(v: JsonValue | JsonValue[]): string {
 /** CSV with a header row, produced a batch of rows at a time as the client reads. */
 export async function csvExport(dir: string, set: ResultSet): Promise<Readable> {
   const table = await open(dir, set)
-  const fields = table.schema.fields
+  const unmatchedSide = set === 'matches' ? null : set === 'unmatched-left' ? 'left' : 'right'
+  const miss = unmatchedSide ? missReader(table, unmatchedSide) : null
+  // unmatched records: the nearest miss as the sentences a page shows, then the record's columns
+  const hidden = new Set(
+    unmatchedSide ? ['closest_candidate', 'failed_pass', 'failed_conjunct', 'candidate_taken'] : [],
+  )
+  const fields = table.schema.fields.filter((f) => !hidden.has(f.name))
   const vectors = fields.map((f) => table.getChild(f.name)!)
   const header = fields.map((f) => (f.name === 'match_no' ? 'match_id' : f.name))
+  if (miss) header.splice(1, 0, 'closest_candidate', 'failed_pass', 'failed_conjunct', 'reason')
   let row = 0
   let started = false
   const BATCH = 5000
@@ -184,15 +207,20 @@ export async function csvExport(dir: string, set: ResultSet): Promise<Readable> 
       }
       const lines: string[] = []
       for (const end = Math.min(table.numRows, row + BATCH); row < end; row++) {
-        lines.push(
-          fields
-            .map((f, c) =>
-              f.name === 'match_no'
-                ? `m${String(vectors[c].get(row)).padStart(7, '0')}`
-                : csvField(jsonOf(f, vectors[c], row)),
-            )
-            .join(','),
+        const cells = fields.map((f, c) =>
+          f.name === 'match_no'
+            ? `m${String(vectors[c].get(row)).padStart(7, '0')}`
+            : csvField(jsonOf(f, vectors[c], row)),
         )
+        if (miss) {
+          const m = miss(row)
+          cells.splice(
+            1,
+            0,
+            ...[m.closest_candidate, m.failed?.pass ?? null, m.failed?.conjunct ?? null, m.reason].map(csvField),
+          )
+        }
+        lines.push(cells.join(','))
       }
       this.push(`${lines.join('\n')}\n`)
     },

@@ -299,10 +299,12 @@ async function nearMisses(
   for (const p of passes) {
     const sql = new SqlCompiler(schemas, side === 'l' ? { l: 'o', r: 'x' } : { l: 'x', r: 'o' })
     const conjuncts = p.plan.conjuncts
-    const tests = conjuncts.map((c) => `((${sql.sql(c.expr)}) IS TRUE)`)
+    const texts = conjuncts.map((c) => sql.sql(c.expr))
+    const tests = texts.map((text) => `((${text}) IS TRUE)`)
+    // the join condition as plain expressions: wrapped in IS TRUE, an equality is no longer a hash-join key
     const joinOn = p.plan.keys.length
-      ? p.plan.keys.map((k) => tests[k.conjunct])
-      : conjuncts.filter((c) => p.plan.band!.texts.includes(c.text)).map((c) => tests[c.index])
+      ? p.plan.keys.map((k) => `(${texts[k.conjunct]})`)
+      : conjuncts.filter((c) => p.plan.band!.texts.includes(c.text)).map((c) => `(${texts[c.index]})`)
     const passed = tests.map((t) => `(CASE WHEN ${t} THEN 1 ELSE 0 END)`).join(' + ')
     const firstFailed = `CASE ${tests.map((t, i) => `WHEN NOT ${t} THEN ${i}`).join(' ')} ELSE -1 END`
     const res = await client.query<{ own: number; cand: number; passed: number; failed: number }>(

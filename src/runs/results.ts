@@ -17,10 +17,10 @@ import {
 import { arrowColumns, arrowData, stringColumn, stringListVector } from '../engine/arrow.js'
 import type { StringColumn } from '../engine/column.js'
 import { takeColumn } from '../engine/column.js'
-import { type PassInfo, recordKeyReader, unmatchedRecord } from '../engine/evidence.js'
+import { type PassInfo, recordKeyReader } from '../engine/evidence.js'
 import type { RunResult } from '../engine/reconcile.js'
 import { takeRows, type Table } from '../engine/table.js'
-import { formatDecimal } from '../engine/values.js'
+import { formatDecimal, POW10 } from '../engine/values.js'
 
 export const RESULT_SETS = ['matches', 'unmatched-left', 'unmatched-right'] as const
 export type ResultSet = (typeof RESULT_SETS)[number]
@@ -71,6 +71,31 @@ function boolVector(values: Uint8Array): Vector {
   return makeVector(arrowData({ type: 'boolean', length: values.length, valid: null, values }))
 }
 
+/**
+ * Amount deltas as Decimal128 at the largest scale of the passes (units rescaled exactly), NULL
+ * where a match has none; as text when a pass compares float amounts.
+ */
+function amountVector(units: Float64Array, passOf: Int32Array, passes: PassInfo[]): Vector {
+  const n = units.length
+  if (passes.some((p) => p.amountScale < 0)) {
+    const text = Array.from(units, (u, k) => {
+      const scale = passes[passOf[k]].amountScale
+      return Number.isNaN(u) ? null : scale < 0 ? String(u) : formatDecimal(u, scale)
+    })
+    return makeVector(arrowData(stringColumn(text)))
+  }
+  const scale = Math.max(0, ...passes.map((p) => p.amountScale))
+  const values = new Float64Array(n)
+  let valid: Uint8Array | null = null
+  for (let k = 0; k < n; k++) {
+    if (Number.isNaN(units[k])) {
+      valid ??= new Uint8Array(n).fill(1)
+      valid[k] = 0
+    } else values[k] = units[k] * POW10[scale - passes[passOf[k]].amountScale]
+  }
+  return makeVector(arrowData({ type: 'decimal', length: n, valid, values, scale }))
+}
+
 export interface ResultsInput {
   result: RunResult
   leftKey: string[]
@@ -88,12 +113,7 @@ export async function writeResults(dir: string, { result, leftKey, rightKey, rec
   const leftKeys = keyColumn(left, leftKey)
   const rightKeys = keyColumn(right, rightKey)
 
-  const amounts = new Array<string | null>(m.count)
-  for (let k = 0; k < m.count; k++) {
-    const units = m.amountDelta[k]
-    const scale = passes[m.pass[k]].amountScale
-    amounts[k] = Number.isNaN(units) ? null : scale < 0 ? String(units) : formatDecimal(units, scale)
-  }
+  const amountDelta = amountVector(m.amountDelta, m.pass, passes)
   const matchNo = new Int32Array(m.count)
   for (let k = 0; k < m.count; k++) matchNo[k] = k + 1
   const patterns = [...new Set(passes.map((p) => p.pattern))]
@@ -108,50 +128,48 @@ export async function writeResults(dir: string, { result, leftKey, rightKey, rec
     left_keys: stringListVector(takeColumn(leftKeys, m.leftRows) as StringColumn, m.leftStart),
     right_keys: stringListVector(takeColumn(rightKeys, m.rightRows) as StringColumn, m.rightStart),
     score: makeVector(arrowData({ type: 'float', length: m.count, valid: null, values: m.score })),
-    amount_delta: makeVector(arrowData(stringColumn(amounts))),
+    amount_delta: amountDelta,
     days_delta: float64Vector(m.daysDelta),
     ambiguous: boolVector(m.ambiguous),
   })
   await writeFile(resultFile(dir, 'matches'), tableToIPC(matches, 'file'))
 
+  // unmatched records: the nearest miss as structure (keys, pass, conjunct); the sentence that
+  // explains it is made when read (pages.ts), not written a million times
+  const conjuncts = passes.flatMap((p) => p.conjuncts)
+  const conjunctBase = passes.map((_, n) => passes.slice(0, n).reduce((a, p) => a + p.conjuncts.length, 0))
   for (const side of ['left', 'right'] as const) {
     const u = side === 'left' ? result.unmatchedLeft : result.unmatchedRight
     const own = side === 'left' ? left : right
     const [ownKeys, otherKeys] = side === 'left' ? [leftKeys, rightKeys] : [rightKeys, leftKeys]
-    const readOwn = (row: number) => stringAt(ownKeys, row)
-    const readOther = (row: number) => stringAt(otherKeys, row)
     const n = u.rows.length
-    const closest = new Array<string | null>(n)
-    const conjuncts = new Array<string | null>(n)
-    const reasons = new Array<string>(n)
-    const failedPass = new Int32Array(n)
-    const failedValid = new Uint8Array(n)
+    const candidateRows = new Int32Array(n)
+    const hasCandidate = new Uint8Array(n)
+    const passIndex = new Int32Array(n)
+    const conjunctIndex = new Int32Array(n)
+    const hasConjunct = new Uint8Array(n)
     for (let k = 0; k < n; k++) {
-      const record = unmatchedRecord(u, k, side, passes, readOwn, readOther)
-      closest[k] = record.closest_candidate
-      conjuncts[k] = record.failed?.conjunct ?? null
-      reasons[k] = record.reason
-      const pass = record.failed ? passes.findIndex((p) => p.name === record.failed!.pass) : -1
-      failedPass[k] = Math.max(0, pass)
-      failedValid[k] = pass >= 0 ? 1 : 0
+      const found = u.candidate[k] >= 0 && u.pass[k] >= 0
+      hasCandidate[k] = found ? 1 : 0
+      candidateRows[k] = found ? u.candidate[k] : 0
+      passIndex[k] = found ? u.pass[k] : 0
+      hasConjunct[k] = found && u.conjunct[k] >= 0 ? 1 : 0
+      conjunctIndex[k] = hasConjunct[k] ? conjunctBase[u.pass[k]] + u.conjunct[k] : 0
     }
+    const closest = takeColumn(otherKeys, candidateRows) as StringColumn
     const unmatched = new ArrowTable({
       record_key: makeVector(arrowData(takeColumn(ownKeys, u.rows))),
-      closest_candidate: makeVector(arrowData(stringColumn(closest))),
+      closest_candidate: makeVector(arrowData({ ...closest, valid: hasCandidate })),
       failed_pass: dictionaryVector(
-        passes.map((p: PassInfo) => p.name),
-        failedPass,
-        failedValid,
+        passes.map((p) => p.name),
+        passIndex,
+        hasCandidate,
       ),
-      failed_conjunct: makeVector(arrowData(stringColumn(conjuncts))),
-      reason: makeVector(arrowData(stringColumn(reasons))),
+      failed_conjunct: dictionaryVector(conjuncts, conjunctIndex, hasConjunct),
+      candidate_taken: boolVector(Uint8Array.from(u.candidateTaken)),
       ...arrowColumns(records ? records[side] : takeRows(own, u.rows), side === 'left' ? 'l.' : 'r.'),
     })
+    unmatched.schema.metadata.set('concord.passes', JSON.stringify(passes))
     await writeFile(resultFile(dir, `unmatched-${side}`), tableToIPC(unmatched, 'file'))
   }
-}
-
-const decoder = new TextDecoder()
-function stringAt(col: StringColumn, row: number): string {
-  return decoder.decode(col.data.subarray(col.offsets[row], col.offsets[row + 1]))
 }
