@@ -9,30 +9,13 @@ import { tableFromIPC } from 'apache-arrow'
 import { parse } from 'csv-parse/sync'
 import t from 'tap'
 import { datasetsDir, datasetsSkip, testApp } from './helpers/app.js'
+import { kallaRecipe } from './helpers/recipes.js'
 import { waitForRun } from './helpers/runs.js'
 
 const run = promisify(execFile)
 const bin = new URL('../bin/concord.js', import.meta.url).pathname
 
-const recipe = {
-  name: 'invoices-vs-payments',
-  left: { source: 'invoices', key: ['invoice_id'] },
-  right: { source: 'payments', key: ['payment_id'] },
-  passes: [
-    { name: 'exact', pattern: '1:1', when: 'l.invoice_id = r.reference_number AND l.amount = r.paid_amount' },
-    {
-      name: 'tolerance',
-      pattern: '1:1',
-      when: 'l.invoice_id = r.reference_number AND ABS(l.amount - r.paid_amount) <= l.amount * 0.02',
-    },
-    {
-      name: 'split',
-      pattern: '1:N',
-      when: "l.customer_id = r.payer_id AND r.reference_number LIKE l.invoice_id || '-PART%'",
-      aggregate: { sum: 'r.paid_amount', equals: 'l.amount', tolerance: 0.01 },
-    },
-  ],
-}
+const recipe = kallaRecipe
 
 const counts = (s: {
   matches: number

@@ -13,6 +13,7 @@ import type { Table } from '../src/engine/table.js'
 import type { Recipe } from '../src/recipes/schema.js'
 import { datasetsDir, datasetsSkip } from './helpers/datasets.js'
 import { evidence, pairs, partitionProblems } from './helpers/engine.js'
+import { acquirerRecipe, kallaRecipe } from './helpers/recipes.js'
 
 const csv = async (path: string) => (await loadCsv(join(datasetsDir, path))).table
 
@@ -25,26 +26,7 @@ t.test('kalla/generated: exact, tolerance and split passes reproduce stats.json'
   const invoices = await csv('kalla/generated/invoices.csv')
   const payments = await csv('kalla/generated/payments.csv')
   const stats = JSON.parse(await readFile(join(datasetsDir, 'kalla/generated/stats.json'), 'utf8'))
-  const recipe: Recipe = {
-    name: 'invoices-vs-payments',
-    left: { source: 'invoices', key: ['invoice_id'] },
-    right: { source: 'payments', key: ['payment_id'] },
-    passes: [
-      { name: 'exact', pattern: '1:1', when: 'l.invoice_id = r.reference_number AND l.amount = r.paid_amount' },
-      {
-        name: 'tolerance',
-        pattern: '1:1',
-        when: 'l.invoice_id = r.reference_number AND ABS(l.amount - r.paid_amount) <= l.amount * 0.02',
-      },
-      {
-        // the two "duplicates" are invoices paid in two parts: found as groups, never double-matched
-        name: 'split',
-        pattern: '1:N',
-        when: "l.customer_id = r.payer_id AND r.reference_number LIKE l.invoice_id || '-PART%'",
-        aggregate: { sum: 'r.paid_amount', equals: 'l.amount', tolerance: 0.01, max_group: 4 },
-      },
-    ],
-  }
+  const recipe = kallaRecipe
   const e = evidence(recipe, invoices, payments)
   const s = e.result.summary
   t.same(partitionProblems(e, invoices.length, payments.length), [])
@@ -158,23 +140,7 @@ t.test(
     const settlement = await loadJson(join(datasetsDir, 'acquirer-settlement/acquirer-settlement.json'))
     t.equal(ledger.length, 1000)
     t.equal(settlement.length, 1000)
-    const recipe: Recipe = {
-      name: 'ledger-vs-acquirer',
-      left: { source: 'ledger', key: ['ledger_tx_id'] },
-      right: { source: 'settlement', key: ['acquirer_tx_id'] },
-      passes: [
-        {
-          name: 'exact',
-          pattern: '1:1',
-          when: 'l.order_id = r.order_id AND l.authorization_code = r.authorization_code',
-        },
-        {
-          name: 'tolerance',
-          pattern: '1:1',
-          when: "l.order_id = r.order_id AND ABS(l.amount - r.gross_amount) <= 0.05 AND r.settlement_date BETWEEN CAST(l.occurred_at AS date) AND CAST(l.occurred_at AS date) + INTERVAL '4 days'",
-        },
-      ],
-    }
+    const recipe = acquirerRecipe
     const e = evidence(recipe, ledger, settlement)
     t.same(partitionProblems(e, ledger.length, settlement.length), [])
     const ls = column(ledger, 'scenario')

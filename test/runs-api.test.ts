@@ -12,27 +12,8 @@ import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { openDatabase } from '../src/db/connect.js'
 import { datasetsDir, datasetsSkip, testApp } from './helpers/app.js'
+import { acquirerRecipe, kallaRecipe } from './helpers/recipes.js'
 import { waitForRun } from './helpers/runs.js'
-
-const kallaRecipe = {
-  name: 'invoices-vs-payments',
-  left: { source: 'invoices', key: ['invoice_id'] },
-  right: { source: 'payments', key: ['payment_id'] },
-  passes: [
-    { name: 'exact', pattern: '1:1', when: 'l.invoice_id = r.reference_number AND l.amount = r.paid_amount' },
-    {
-      name: 'tolerance',
-      pattern: '1:1',
-      when: 'l.invoice_id = r.reference_number AND ABS(l.amount - r.paid_amount) <= l.amount * 0.02',
-    },
-    {
-      name: 'split',
-      pattern: '1:N',
-      when: "l.customer_id = r.payer_id AND r.reference_number LIKE l.invoice_id || '-PART%'",
-      aggregate: { sum: 'r.paid_amount', equals: 'l.amount', tolerance: 0.01 },
-    },
-  ],
-}
 
 async function register(app: FastifyInstance, alias: string, type: string, path: string) {
   const res = await app.inject({ method: 'POST', url: '/api/sources', payload: { alias, type, path } })
@@ -136,23 +117,7 @@ t.test('acquirer settlement through REST: a JSON and a CSV source', { skip: data
   const { app } = await testApp(t, { dataDir: datasetsDir, env: { RUNS_DIR: t.testdir({}) } })
   await register(app, 'ledger', 'csv', 'acquirer-settlement/ledger-midaz.csv')
   await register(app, 'settlement', 'json', 'acquirer-settlement/acquirer-settlement.json')
-  const recipe = {
-    name: 'ledger-vs-acquirer',
-    left: { source: 'ledger', key: ['ledger_tx_id'] },
-    right: { source: 'settlement', key: ['acquirer_tx_id'] },
-    passes: [
-      {
-        name: 'exact',
-        pattern: '1:1',
-        when: 'l.order_id = r.order_id AND l.authorization_code = r.authorization_code',
-      },
-      {
-        name: 'tolerance',
-        pattern: '1:1',
-        when: "l.order_id = r.order_id AND ABS(l.amount - r.gross_amount) <= 0.05 AND r.settlement_date BETWEEN CAST(l.occurred_at AS date) AND CAST(l.occurred_at AS date) + INTERVAL '4 days'",
-      },
-    ],
-  }
+  const recipe = acquirerRecipe
   const started = (await app.inject({ method: 'POST', url: '/api/runs', payload: { recipe } })).json()
   const run = await waitForRun(app, started.id)
   t.equal(run.status, 'completed', JSON.stringify(run.error))
