@@ -10,8 +10,10 @@ import type { Config } from './config.js'
 import type { ServiceDatabase } from './db/connect.js'
 import dbPlugin from './db/plugin.js'
 import { ConcordError } from './errors.js'
+import ai from './ai/service.js'
 import recipes from './recipes/service.js'
 import { recipeWireSchemas } from './recipes/schema.js'
+import aiRoutes from './routes/ai.js'
 import healthRoutes from './routes/health.js'
 import recipeRoutes from './routes/recipes.js'
 import runRoutes from './routes/runs.js'
@@ -63,6 +65,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'sources', description: 'Register sources and load scoped tables' },
         { name: 'recipes', description: 'Save, version, validate and explain reconciliation recipes' },
         { name: 'runs', description: 'Run recipes as background jobs; page and export their results' },
+        { name: 'ai', description: 'Stateless reasoning tools: mappings, filters, proposals, rules, recipes' },
         { name: 'ops', description: 'Health and readiness' },
       ],
     },
@@ -76,11 +79,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(sources)
   await app.register(recipes)
   await app.register(runs)
+  await app.register(ai)
 
   await app.register(healthRoutes)
   await app.register(sourceRoutes)
   await app.register(recipeRoutes)
   await app.register(runRoutes)
+  await app.register(aiRoutes)
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   return app
 }

@@ -3,6 +3,7 @@
 import { buildApp } from './app.js'
 import { loadConfig } from './config.js'
 import { embeddedDir, migrateToLatest, openDatabase } from './db/connect.js'
+import { serveMcp } from './ai/mcp.js'
 import { RECONCILE_USAGE, reconcileCommand } from './runs/cli.js'
 import { serve } from './server.js'
 
@@ -11,6 +12,7 @@ const USAGE = `usage: concord <command>
 commands:
   serve      start the HTTP service (same as npm start)
   reconcile  match two files or sources with a recipe, without a server (see below)
+  mcp        serve the reasoning tools over MCP on stdio (AI_MODE, ANTHROPIC_API_KEY as for the service)
   migrate    bring the database to the latest schema and exit
   openapi    print the OpenAPI document to stdout
 
@@ -26,6 +28,8 @@ export async function main(argv: string[]): Promise<void> {
     case 'reconcile':
       process.exitCode = await reconcileCommand(argv.slice(1), loadConfig({ ...process.env, LOG_LEVEL: 'silent' }))
       return
+    case 'mcp':
+      return serveMcp(loadConfig({ ...process.env, LOG_LEVEL: 'silent' }))
     case 'migrate': {
       const config = loadConfig()
       const database = await openDatabase({ url: config.databaseUrl, pgliteDir: embeddedDir(config.dataDir) })

@@ -22,6 +22,19 @@ const ConfigSchema = Type.Object({
   SOURCE_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 300_000 }),
   /** Connections per PostgreSQL source database. */
   SOURCE_POOL_MAX: Type.Integer({ minimum: 1, default: 4 }),
+  /** Which implementation of the reasoning tools answers: auto = Claude when a key is set, else deterministic. */
+  AI_MODE: Type.Union(
+    ['auto', 'deterministic', 'llm'].map((m) => Type.Literal(m)),
+    { default: 'auto' },
+  ),
+  ANTHROPIC_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  /** The Messages API base URL (without /v1), e.g. a proxy. */
+  ANTHROPIC_BASE_URL: Type.Optional(Type.String({ minLength: 1 })),
+  ANTHROPIC_MODEL: Type.String({ default: 'claude-sonnet-4-5' }),
+  /** How long one model call may take. */
+  AI_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 60_000 }),
+  /** Retries of a model call answered 408/429/5xx (with backoff), before it counts as failed. */
+  AI_MAX_RETRIES: Type.Integer({ minimum: 0, maximum: 10, default: 2 }),
   /** Runs executed at the same time (each in its own worker thread); the rest wait in a queue. */
   RUN_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
 })
@@ -41,6 +54,12 @@ export interface Config {
   sourceStatementTimeoutMs: number
   sourcePoolMax: number
   runConcurrency: number
+  aiMode: 'auto' | 'deterministic' | 'llm'
+  anthropicApiKey?: string
+  anthropicBaseUrl?: string
+  anthropicModel: string
+  aiTimeoutMs: number
+  aiMaxRetries: number
 }
 
 /** Reads the configuration from `env`; throws one readable error listing every bad variable. */
@@ -69,6 +88,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sourceStatementTimeoutMs: c.SOURCE_STATEMENT_TIMEOUT_MS,
     sourcePoolMax: c.SOURCE_POOL_MAX,
     runConcurrency: c.RUN_CONCURRENCY,
+    aiMode: c.AI_MODE as Config['aiMode'],
+    anthropicApiKey: c.ANTHROPIC_API_KEY,
+    anthropicBaseUrl: c.ANTHROPIC_BASE_URL,
+    anthropicModel: c.ANTHROPIC_MODEL,
+    aiTimeoutMs: c.AI_TIMEOUT_MS,
+    aiMaxRetries: c.AI_MAX_RETRIES,
   }
 }
 
