@@ -3,6 +3,10 @@
 // decimal scale, date → timestamp). A value that only fits a string column throws NeedsString;
 // the loader then reads the file again with that column as string, so the result always equals
 // inference over every value (the rules of ../infer.ts).
+//
+// A decimal column whose digits pass 15 is text by those rules unless some value is a float, and
+// that value may come later: the column goes on as a "pending" float and throws NeedsString at
+// finish() if no float ever arrives.
 
 import type { Column } from '../column.js'
 import { classifyText, type ValueKind, widen } from '../infer.js'
@@ -10,8 +14,8 @@ import type { ColumnInfo } from '../types.js'
 import { MAX_DECIMAL_DIGITS, MAX_DECIMAL_SCALE, POW10, parseDateOrTimestamp } from '../values.js'
 
 export class NeedsString extends Error {
-  constructor(readonly column: number) {
-    super(`column ${column} must be read as text`)
+  constructor(readonly columns: number[]) {
+    super(`columns ${columns.join(', ')} must be read as text`)
   }
 }
 
@@ -28,6 +32,8 @@ export class CsvColumn {
   intDigits = 0
   length = 0
   nulls = 0
+  /** float only because decimal digits overflowed: text unless a real float value turns up. */
+  pendingFloat = false
   private valid: Uint8Array
   private num: Float64Array = new Float64Array(0)
   private days: Int32Array = new Int32Array(0)
@@ -161,15 +167,23 @@ export class CsvColumn {
     if (intDigits + frac > MAX_DECIMAL_DIGITS) return false
     if (frac > this.scale || this.kind === 'integer') {
       if (frac > 0 || this.kind !== 'integer') {
-        if (!this.setScale(Math.max(frac, this.scale))) throw new NeedsString(this.index)
+        if (!this.setScale(Math.max(frac, this.scale))) return this.overflow(buf, s, e)
       }
     }
     if (intDigits > this.intDigits) {
       this.intDigits = intDigits
-      if (this.kind === 'decimal' && this.intDigits + this.scale > MAX_DECIMAL_DIGITS) throw new NeedsString(this.index)
+      if (this.kind === 'decimal' && this.intDigits + this.scale > MAX_DECIMAL_DIGITS) return this.overflow(buf, s, e)
     }
     if (frac < this.scale) units *= POW10[this.scale - frac]
     this.num[this.length] = neg && units !== 0 ? -units : units
+    return true
+  }
+
+  /** Decimal digits past 15: go on as a pending float (see the top of this file). */
+  private overflow(buf: Buffer, s: number, e: number): boolean {
+    this.convert('float')
+    this.pendingFloat = true
+    this.num[this.length] = Number(decoder.decode(buf.subarray(s, e)))
     return true
   }
 
@@ -245,10 +259,11 @@ export class CsvColumn {
   private slow(buf: Buffer, s: number, e: number): void {
     const text = decoder.decode(buf.subarray(s, e))
     const c = classifyText(text)
+    if (c.kind === 'float') this.pendingFloat = false
     const target = widen(this.kind, c.kind)
     if (target === 'string') {
       // Only a column with no value yet may become text here; any other must be read again.
-      if (this.kind !== 'null') throw new NeedsString(this.index)
+      if (this.kind !== 'null') throw new NeedsString([this.index])
       this.kind = 'string'
       this.allocate('string')
       this.appendString(buf, s, e)
@@ -258,25 +273,25 @@ export class CsvColumn {
     switch (this.kind) {
       case 'integer':
       case 'decimal':
-        if (!this.appendExact(buf, s, e)) throw new NeedsString(this.index)
+        if (!this.appendExact(buf, s, e)) throw new NeedsString([this.index])
         return
       case 'float':
         this.num[this.length] = Number(text)
         return
       case 'date':
-        if (!this.appendDate(buf, s, e)) throw new NeedsString(this.index)
+        if (!this.appendDate(buf, s, e)) throw new NeedsString([this.index])
         return
       case 'timestamp': {
         const ms = parseDateOrTimestamp(text)
-        if (ms === null) throw new NeedsString(this.index)
+        if (ms === null) throw new NeedsString([this.index])
         this.num[this.length] = ms
         return
       }
       case 'boolean':
-        if (!this.appendBoolean(buf, s, e)) throw new NeedsString(this.index)
+        if (!this.appendBoolean(buf, s, e)) throw new NeedsString([this.index])
         return
       default:
-        throw new NeedsString(this.index)
+        throw new NeedsString([this.index])
     }
   }
 
@@ -302,7 +317,7 @@ export class CsvColumn {
       this.kind = 'timestamp'
       return
     }
-    throw new NeedsString(this.index)
+    throw new NeedsString([this.index])
   }
 
   info(name: string): ColumnInfo {
@@ -313,6 +328,7 @@ export class CsvColumn {
   }
 
   finish(): Column {
+    if (this.pendingFloat) throw new NeedsString([this.index])
     const n = this.length
     // Copy only when the spare capacity is worth freeing; otherwise hand out a view.
     const fit = n >= this.capacity * 0.9

@@ -47,7 +47,7 @@ export async function loadCsv(path: string, opts: CsvLoadOptions = {}): Promise<
         return await readAll(handle, size, forced, opts)
       } catch (err) {
         if (!(err instanceof NeedsString)) throw err
-        forced.add(err.column) // rare: a late value made this column text; read again
+        for (const c of err.columns) forced.add(c) // rare: a late value made a column text; read again
       }
     }
   } finally {
