@@ -42,11 +42,16 @@ export class CsvColumn {
   private data: Uint8Array = new Uint8Array(0)
   private size = 0
 
+  /**
+   * `capacity`: the rows expected; `textBytes`: the bytes a string column is expected to need
+   * (from the sample). Both are estimates: the arrays grow when they are too small.
+   */
   constructor(
     readonly index: number,
     kind: ValueKind,
     scale: number,
     private capacity: number,
+    private readonly textBytes = 0,
   ) {
     this.kind = kind
     this.scale = kind === 'decimal' ? scale : 0
@@ -58,7 +63,7 @@ export class CsvColumn {
     const n = this.capacity
     if (kind === 'string') {
       this.offsets = new Int32Array(n + 1)
-      this.data = new Uint8Array(Math.max(1024, n * 8))
+      this.data = new Uint8Array(Math.max(1024, this.textBytes || n * 8))
     } else if (kind === 'date') this.days = new Int32Array(n)
     else if (kind === 'boolean') this.bool = new Uint8Array(n)
     else this.num = new Float64Array(n)
@@ -330,11 +335,7 @@ export class CsvColumn {
   finish(): Column {
     if (this.pendingFloat) throw new NeedsString([this.index])
     const n = this.length
-    // Copy only when the spare capacity is worth freeing; otherwise hand out a view.
-    const fit = n >= this.capacity * 0.9
-    const cut = <T extends Int32Array | Float64Array | Uint8Array>(a: T, len: number): T =>
-      fit ? (a.subarray(0, len) as T) : (a.slice(0, len) as T)
-    const valid = this.nulls === 0 ? null : cut(this.valid, n)
+    const valid = this.nulls === 0 ? null : fitted(this.valid, n)
     switch (this.kind) {
       case 'null':
         return { type: 'string', length: n, valid, offsets: new Int32Array(n + 1), data: new Uint8Array(0) }
@@ -343,19 +344,27 @@ export class CsvColumn {
           type: 'string',
           length: n,
           valid,
-          offsets: this.offsets.slice(0, n + 1),
-          data: this.data.slice(0, this.size),
+          offsets: fitted(this.offsets, n + 1),
+          data: fitted(this.data, this.size),
         }
       case 'date':
-        return { type: 'date', length: n, valid, values: this.days.slice(0, n) }
+        return { type: 'date', length: n, valid, values: fitted(this.days, n) }
       case 'boolean':
-        return { type: 'boolean', length: n, valid, values: this.bool.slice(0, n) }
+        return { type: 'boolean', length: n, valid, values: fitted(this.bool, n) }
       case 'decimal':
-        return { type: 'decimal', length: n, valid, values: this.num.slice(0, n), scale: this.scale }
+        return { type: 'decimal', length: n, valid, values: fitted(this.num, n), scale: this.scale }
       default:
-        return { type: this.kind, length: n, valid, values: this.num.slice(0, n) } as Column
+        return { type: this.kind, length: n, valid, values: fitted(this.num, n) } as Column
     }
   }
+}
+
+/**
+ * A view when the array is mostly filled, else a copy that lets the rest go. Capacity that was
+ * never written costs address space, not memory: fresh typed arrays are zero pages until touched.
+ */
+function fitted<T extends Int32Array | Float64Array | Uint8Array>(a: T, len: number): T {
+  return (len >= a.length * 0.75 ? a.subarray(0, len) : a.slice(0, len)) as T
 }
 
 function daysInMonth(y: number, m: number): number {

@@ -87,7 +87,9 @@ async function readAll(
   // sample window grows until it holds the whole header row.
   let header: string[] | undefined
   let trackers: TypeTracker[] = []
+  let bytes: number[] = []
   let sampled = 0
+  let windowRows = 0
   let sampleEnd = pos
   for (let window = opts.sampleBytes ?? 1024 * 1024; ; window *= 2) {
     while (filled - pos < window && fileOffset < size) if ((await read()) === 0) break
@@ -95,26 +97,35 @@ async function readAll(
     const sampleFinal = sampleLimit === filled && fileOffset >= size
     header = undefined
     trackers = []
+    bytes = []
     sampled = 0
+    windowRows = 0
     sampleEnd = new Tokenizer(delimiter.charCodeAt(0), MAX_FIELDS).scan(buf, pos, sampleLimit, sampleFinal, (row) => {
       if (!header) {
         header = headerNames(fieldTexts(buf, row))
         for (let k = 0; k < header.length; k++) trackers.push(new TypeTracker())
+        bytes = header.map(() => 0)
         return
       }
+      windowRows++
       if (sampled >= SAMPLE_ROWS || row.count !== header.length) return
       const texts = fieldTexts(buf, row)
-      for (let k = 0; k < texts.length; k++) trackers[k].observe(classifyText(texts[k].trim()))
+      for (let k = 0; k < texts.length; k++) {
+        trackers[k].observe(classifyText(texts[k].trim()))
+        bytes[k] += row.ends[k] - row.starts[k]
+      }
       sampled++
     })
     if (header || sampleFinal) break
   }
   if (!header) throw new ConcordError('empty_file', 'the CSV file is empty: it needs a header row', 400)
   const names = header
-  const estimate = Math.max(1024, Math.ceil((size / Math.max(1, sampleEnd - pos)) * (sampled + 1) * 1.1))
+  // Every row in the window counts for the rate, not only the SAMPLE_ROWS classified.
+  const estimate = Math.max(1024, Math.ceil((size / Math.max(1, sampleEnd - pos)) * (windowRows + 1) * 1.1))
   const columns = trackers.map((tr, k) => {
     const kind: ValueKind = forced.has(k) ? 'string' : tr.kind
-    return new CsvColumn(k, kind, tr.scale, estimate)
+    const textBytes = Math.ceil(estimate * (sampled ? bytes[k] / sampled : 0) * 1.05)
+    return new CsvColumn(k, kind, tr.scale, estimate, textBytes)
   })
 
   const rescan = new Tokenizer(delimiter.charCodeAt(0), MAX_FIELDS)
