@@ -12,6 +12,7 @@ import type { Column } from '../column.js'
 import { classifyText, type ValueKind, widen } from '../infer.js'
 import type { ColumnInfo } from '../types.js'
 import { MAX_DECIMAL_DIGITS, MAX_DECIMAL_SCALE, POW10, parseDateOrTimestamp } from '../values.js'
+import { malformed, type OnRow } from './tokenizer.js'
 
 export class NeedsString extends Error {
   constructor(readonly columns: number[]) {
@@ -380,4 +381,13 @@ export function civilToDays(y: number, m: number, d: number): number {
   const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1
   const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy
   return era * 146097 + doe - 719468
+}
+
+/** Appends each row's fields to the columns; a row with another number of fields is malformed. */
+export function appendRows(columns: CsvColumn[]): OnRow {
+  const width = columns.length
+  return (row, buf) => {
+    if (row.count !== width) throw malformed(row.line, `expected ${width} fields, found ${row.count}`)
+    for (let k = 0; k < width; k++) columns[k].append(buf, row.starts[k], row.ends[k], row.escaped[k] === 1)
+  }
 }

@@ -19,7 +19,12 @@ export interface RowFields {
   count: number
   /** 1-based line of the row's first byte. */
   line: number
+  /** Offset just past the row (and its newline). */
+  end: number
 }
+
+/** Receives each row with the buffer its field offsets point into; false stops the scan after it. */
+export type OnRow = (row: RowFields, buf: Buffer) => void | boolean
 
 export class Tokenizer {
   readonly row: RowFields
@@ -40,6 +45,7 @@ export class Tokenizer {
       escaped: new Uint8Array(maxFields + 1),
       count: 0,
       line: 1,
+      end: 0,
     }
   }
 
@@ -47,7 +53,7 @@ export class Tokenizer {
    * Calls `onRow` for every complete row in buf[pos, end) and returns where the unconsumed
    * bytes start. With `final`, the last row may end without a newline.
    */
-  scan(buf: Uint8Array, pos: number, end: number, final: boolean, onRow: (row: RowFields) => void): number {
+  scan(buf: Buffer, pos: number, end: number, final: boolean, onRow: OnRow): number {
     const d = this.delimiter
     const special = this.special
     const row = this.row
@@ -137,7 +143,8 @@ export class Tokenizer {
         continue
       row.count = count
       row.line = startLine
-      onRow(row)
+      row.end = pos
+      if (onRow(row, buf) === false) return pos
     }
   }
 }
