@@ -12,6 +12,7 @@ import type { Column } from '../column.js'
 import { classifyText, type ValueKind, widen } from '../infer.js'
 import type { ColumnInfo } from '../types.js'
 import { MAX_DECIMAL_DIGITS, MAX_DECIMAL_SCALE, POW10, parseDateOrTimestamp } from '../values.js'
+import { type ColumnPart, mergedKind } from './part.js'
 import { malformed, type OnRow } from './tokenizer.js'
 
 export class NeedsString extends Error {
@@ -70,8 +71,7 @@ export class CsvColumn {
     else this.num = new Float64Array(n)
   }
 
-  private grow(): void {
-    const n = Math.ceil(this.capacity * 1.5) + 16
+  private grow(n = Math.ceil(this.capacity * 1.5) + 16): void {
     const grow = <T extends Int32Array | Float64Array | Uint8Array>(a: T, size: number): T => {
       const b = new (a.constructor as new (n: number) => T)(size)
       b.set(a.subarray(0, Math.min(a.length, size)))
@@ -356,6 +356,93 @@ export class CsvColumn {
         return { type: 'decimal', length: n, valid, values: fitted(this.num, n), scale: this.scale }
       default:
         return { type: this.kind, length: n, valid, values: fitted(this.num, n) } as Column
+    }
+  }
+
+  /** This column's rows as a part for another thread (see part.ts); the column is done after. */
+  toPart(): ColumnPart {
+    const k = this.kind
+    return {
+      kind: k,
+      scale: this.scale,
+      intDigits: this.intDigits,
+      pendingFloat: this.pendingFloat,
+      length: this.length,
+      nulls: this.nulls,
+      valid: this.valid,
+      values: k === 'string' || k === 'null' ? null : k === 'date' ? this.days : k === 'boolean' ? this.bool : this.num,
+      offsets: k === 'string' ? this.offsets : null,
+      data: k === 'string' ? this.data.subarray(0, this.size) : null,
+    }
+  }
+
+  /**
+   * Appends the rows of the next part of the file, parsed by another thread from the same
+   * sampled types: both sides widen to the type inference over all their values gives.
+   */
+  appendPart(p: ColumnPart): void {
+    const merged = mergedKind(this, p)
+    if (!merged) throw new NeedsString([this.index])
+    const { kind: target, pendingFloat } = merged
+    const at = this.length
+    const n = at + p.length
+    if (n > this.capacity) this.grow(n) // exactly once: the size is known
+    // this side first: it may be narrower than the target
+    if (target === 'decimal') {
+      const scale = Math.max(this.scale, p.scale)
+      if (this.kind === 'null') this.convert('decimal')
+      this.kind = 'decimal'
+      if (!this.setScale(scale)) throw new Error('unreachable: mergedKind checked the digits')
+    } else if (target !== this.kind) this.convert(target)
+    this.intDigits = Math.max(this.intDigits, p.intDigits)
+    this.pendingFloat = pendingFloat
+    this.valid.set(p.valid.subarray(0, p.length), at)
+    this.nulls += p.nulls
+    this.length = n
+    if (p.kind === 'null') {
+      if (target === 'string') this.offsets.fill(this.size, at + 1, n + 1)
+      return
+    }
+    const values = p.values!
+    switch (target) {
+      case 'string': {
+        const bytes = p.data!
+        if (this.size + bytes.length > this.data.length) {
+          const d = new Uint8Array(this.size + bytes.length)
+          d.set(this.data.subarray(0, this.size))
+          this.data = d
+        }
+        this.data.set(bytes, this.size)
+        const base = this.size
+        for (let i = 1; i <= p.length; i++) this.offsets[at + i] = base + p.offsets![i]
+        this.size += bytes.length
+        return
+      }
+      case 'decimal': {
+        const f = POW10[this.scale - p.scale]
+        if (f === 1) this.num.set(values.subarray(0, p.length), at)
+        else for (let i = 0; i < p.length; i++) this.num[at + i] = values[i] * f
+        return
+      }
+      case 'float':
+        if (p.kind === 'float') this.num.set(values.subarray(0, p.length), at)
+        else {
+          const f = POW10[p.scale]
+          for (let i = 0; i < p.length; i++) this.num[at + i] = values[i] / f
+        }
+        return
+      case 'timestamp':
+        if (p.kind === 'timestamp') this.num.set(values.subarray(0, p.length), at)
+        else for (let i = 0; i < p.length; i++) this.num[at + i] = values[i] * DAY_MS
+        return
+      case 'date':
+        this.days.set(values.subarray(0, p.length), at)
+        return
+      case 'boolean':
+        this.bool.set(values.subarray(0, p.length), at)
+        return
+      default:
+        this.num.set(values.subarray(0, p.length), at)
     }
   }
 }

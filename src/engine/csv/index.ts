@@ -2,15 +2,20 @@
 // goes straight into its typed column. Types come from a sample of the first rows and widen as
 // later rows require; a column that turns out to be text makes the loader read the file again
 // with that column as text (see columns.ts), so the types always equal full-file inference.
+//
+// Large files are parsed in two parts: this thread parses from the start while a worker thread
+// parses from a row boundary in the second half, and the worker's columns are appended to ours
+// (see parallel.ts for why that gives exactly the sequential result).
 
 import { open } from 'node:fs/promises'
 import { ConcordError } from '../../errors.js'
 import type { Table } from '../table.js'
 import { appendRows, CsvColumn, NeedsString } from './columns.js'
 import { type CsvHead, MAX_FIELDS, readHead } from './head.js'
+import { type PartHelper, partHelper, type RunningPart, rowStartAfter } from './parallel.js'
 import { scanRange } from './scan.js'
 import type { Delimiter } from './sniff.js'
-import { Tokenizer } from './tokenizer.js'
+import { malformed, Tokenizer } from './tokenizer.js'
 
 export type { Delimiter } from './sniff.js'
 
@@ -18,6 +23,8 @@ export interface CsvLoadResult {
   table: Table
   delimiter: Delimiter
   rows: number
+  /** 2 when a worker thread parsed part of the file, else 1. */
+  parts: number
 }
 
 export interface CsvLoadOptions {
@@ -27,7 +34,17 @@ export interface CsvLoadOptions {
   chunkSize?: number
   /** Bytes sampled for the initial types (grown to hold the header). */
   sampleBytes?: number
+  /**
+   * Files of at least `minBytes` (default 16 MiB) are parsed in two parts, the second by a worker
+   * thread; false parses every file on this thread. `splitAt` (for tests) waits for the worker
+   * and splits at the first row boundary candidate at or after that offset.
+   */
+  parallel?: false | { minBytes?: number; splitAt?: number }
 }
+
+const PARALLEL_MIN_BYTES = 16 * 1024 * 1024
+/** A part smaller than this is not worth a worker's round trip. */
+const MIN_PART_BYTES = 4 * 1024 * 1024
 
 export async function loadCsv(path: string, opts: CsvLoadOptions = {}): Promise<CsvLoadResult> {
   let handle: Awaited<ReturnType<typeof open>>
@@ -38,10 +55,13 @@ export async function loadCsv(path: string, opts: CsvLoadOptions = {}): Promise<
   }
   try {
     const size = (await handle.stat()).size
+    const parallel = opts.parallel === false ? null : (opts.parallel ?? {})
+    // Started first so that the worker's start-up overlaps the sample and the first chunks.
+    const helper = parallel && size >= (parallel.minBytes ?? PARALLEL_MIN_BYTES) ? partHelper() : null
     const forced = new Set<number>()
     for (;;) {
       try {
-        return await readAll(handle, size, forced, opts)
+        return await readAll(handle, path, size, forced, opts, helper)
       } catch (err) {
         if (!(err instanceof NeedsString)) throw err
         for (const c of err.columns) forced.add(c) // rare: a late value made a column text; read again
@@ -54,9 +74,11 @@ export async function loadCsv(path: string, opts: CsvLoadOptions = {}): Promise<
 
 async function readAll(
   handle: Awaited<ReturnType<typeof open>>,
+  path: string,
   size: number,
   forced: Set<number>,
   opts: CsvLoadOptions,
+  helper: PartHelper | null,
 ): Promise<CsvLoadResult> {
   const chunkSize = opts.chunkSize ?? 2 * 1024 * 1024
   const head = await readHead(handle, size, forced, opts)
@@ -66,22 +88,82 @@ async function readAll(
   )
   const tokenizer = new Tokenizer(head.delimiter.charCodeAt(0), MAX_FIELDS)
   tokenizer.line = head.dataLine
-  await scanRange({
-    handle,
-    size,
-    from: head.dataStart,
-    stop: () => size,
-    chunkSize,
-    tokenizer,
-    onRow: appendRows(columns),
-    beforeChunk: () => opts.signal?.throwIfAborted(),
-  })
+  const scan = { handle, size, chunkSize, tokenizer, onRow: appendRows(columns) }
+
+  const splitAt = opts.parallel ? opts.parallel.splitAt : undefined
+  // A holder, not a variable: the split is made inside scanRange's callback.
+  const split: { part: RunningPart | null; tried: boolean } = { part: null, tried: false }
+  const maybeSplit = async (at: number): Promise<void> => {
+    opts.signal?.throwIfAborted()
+    if (split.tried || !helper) return
+    if (splitAt !== undefined) {
+      split.tried = true
+      if (!(await helper.ready())) return
+    } else if (!helper.idle || size - at < 2 * MIN_PART_BYTES) return
+    split.tried = true
+    // the worker takes the second half of what is left
+    const target = Math.floor(Math.max(at, splitAt ?? at + (size - at) / 2))
+    const start = await rowStartAfter(handle, target, size)
+    if (start === null || start <= at || start >= size) return
+    split.part = helper.run({
+      path,
+      start,
+      size,
+      delimiter: head.delimiter.charCodeAt(0),
+      kinds: head.kinds,
+      scales: head.scales,
+      capacity: rowsIn(size - start, head),
+      textBytes: head.bytesPerValue.map((b) => Math.ceil(rowsIn(size - start, head) * b * 1.05)),
+      chunkSize,
+    })
+  }
+
+  let parts = 1
+  try {
+    let from = head.dataStart
+    for (;;) {
+      const stop = () => split.part?.start ?? size
+      const end = await scanRange({ ...scan, from, stop, beforeChunk: maybeSplit })
+      const part = split.part
+      if (!part) break
+      from = end
+      if (end !== part.start) {
+        // The split fell inside a quoted field: the worker's part is void; this thread goes on.
+        part.cancel()
+        split.part = null
+        continue
+      }
+      const result = await part.whenDone(opts.signal)
+      split.part = null
+      if (result.type === 'done') {
+        const needs: number[] = []
+        for (const [k, c] of columns.entries()) {
+          try {
+            c.appendPart(result.parts[k])
+          } catch (err) {
+            if (!(err instanceof NeedsString)) throw err
+            needs.push(...err.columns)
+          }
+        }
+        if (needs.length) throw new NeedsString(needs)
+        parts = 2
+        break
+      }
+      // The worker counted lines from 1 at the split; this thread knows the split's line.
+      if (result.type === 'malformed') throw malformed(result.line + tokenizer.line - 1, result.detail)
+      if (result.type === 'needs-string') throw new NeedsString(result.columns)
+      // the worker failed: this thread parses its part too
+    }
+  } finally {
+    split.part?.cancel()
+  }
   const data = columns.map((c) => c.finish())
   const rows = data.length ? data[0].length : 0
   return {
     table: { columns: columns.map((c, k) => c.info(head.names[k])), data, length: rows },
     delimiter: head.delimiter,
     rows,
+    parts,
   }
 }
 

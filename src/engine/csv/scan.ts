@@ -1,7 +1,8 @@
 // Tokenizes a byte range of a file in chunks, reading the next chunk while the tokenizer works
 // on the current one (a read from the page cache takes about a tenth of the time the tokenizer
 // and columns spend on the same bytes, and no longer has to be waited for). A range may end
-// before the file does, and where it ends may move while it is scanned.
+// before the file does, and where it ends may move while it is scanned (a split: parallel.ts).
+// Used by the loader's own thread and by the part worker.
 
 import type { FileHandle } from 'node:fs/promises'
 import type { OnRow, Tokenizer } from './tokenizer.js'
@@ -17,7 +18,7 @@ export interface RangeScan {
   chunkSize: number
   tokenizer: Tokenizer
   onRow: OnRow
-  /** Runs before each chunk with the offset of the first byte not consumed yet (abort checks). */
+  /** Runs before each chunk with the offset of the first byte not consumed yet (abort checks, splits). */
   beforeChunk?: (at: number) => void | Promise<void>
 }
 

@@ -153,11 +153,16 @@ function isBlankLine(buf: Uint8Array, s: number, e: number): boolean {
   return e === s || (e === s + 1 && buf[s] === CR)
 }
 
-export function malformed(line: number, what: string): ConcordError {
-  return new ConcordError(
-    'malformed_file',
-    `line ${line}: ${what}`,
-    400,
-    'check the quoting and delimiters near that line',
-  )
+/** malformed_file, keeping the line apart so a part parsed by a worker can be moved to the file's line. */
+export class MalformedCsv extends ConcordError {
+  constructor(
+    readonly line: number,
+    readonly detail: string,
+  ) {
+    super('malformed_file', `line ${line}: ${detail}`, 400, 'check the quoting and delimiters near that line')
+  }
+}
+
+export function malformed(line: number, what: string): MalformedCsv {
+  return new MalformedCsv(line, what)
 }
