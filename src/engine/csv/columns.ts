@@ -36,7 +36,8 @@ export class CsvColumn {
   nulls = 0
   /** float only because decimal digits overflowed: text unless a real float value turns up. */
   pendingFloat = false
-  private valid: Uint8Array
+  /** 1 = present; made at the first NULL, all ones before it (so present values write nothing). */
+  private valid: Uint8Array | null = null
   private num: Float64Array = new Float64Array(0)
   private days: Int32Array = new Int32Array(0)
   private bool: Uint8Array = new Uint8Array(0)
@@ -57,7 +58,6 @@ export class CsvColumn {
   ) {
     this.kind = kind
     this.scale = kind === 'decimal' ? scale : 0
-    this.valid = new Uint8Array(capacity)
     this.allocate(kind)
   }
 
@@ -77,12 +77,20 @@ export class CsvColumn {
       b.set(a.subarray(0, Math.min(a.length, size)))
       return b
     }
-    this.valid = grow(this.valid, n)
+    if (this.valid) {
+      this.valid = grow(this.valid, n)
+      this.valid.fill(1, this.length)
+    }
     if (this.kind === 'string') this.offsets = grow(this.offsets, n + 1)
     else if (this.kind === 'date') this.days = grow(this.days, n)
     else if (this.kind === 'boolean') this.bool = grow(this.bool, n)
     else this.num = grow(this.num, n)
     this.capacity = n
+  }
+
+  private makeValid(): Uint8Array {
+    this.valid = new Uint8Array(this.capacity).fill(1)
+    return this.valid
   }
 
   /** Appends the field buf[s, e); `escaped`: the field is quoted and holds doubled quotes. */
@@ -104,13 +112,12 @@ export class CsvColumn {
 
   private put(buf: Buffer, s: number, e: number): void {
     if (s === e) {
-      this.valid[this.length] = 0
+      ;(this.valid ?? this.makeValid())[this.length] = 0
       if (this.kind === 'string') this.offsets[this.length + 1] = this.size
       this.nulls++
       this.length++
       return
     }
-    this.valid[this.length] = 1
     switch (this.kind) {
       case 'string':
         this.appendString(buf, s, e)
@@ -230,7 +237,9 @@ export class CsvColumn {
     const m = m0 * 10 + m1
     const d = d0 * 10 + d1
     if (y < 1 || m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m)) return false
-    this.days[this.length] = civilToDays(y, m, d)
+    const month = y * 12 + m - 1 - FIRST_CACHED_MONTH
+    this.days[this.length] =
+      month >= 0 && month < MONTH_STARTS.length ? MONTH_STARTS[month] + d - 1 : civilToDays(y, m, d)
     return true
   }
 
@@ -336,7 +345,7 @@ export class CsvColumn {
   finish(): Column {
     if (this.pendingFloat) throw new NeedsString([this.index])
     const n = this.length
-    const valid = this.nulls === 0 ? null : fitted(this.valid, n)
+    const valid = this.valid && this.nulls > 0 ? fitted(this.valid, n) : null
     switch (this.kind) {
       case 'null':
         return { type: 'string', length: n, valid, offsets: new Int32Array(n + 1), data: new Uint8Array(0) }
@@ -369,7 +378,7 @@ export class CsvColumn {
       pendingFloat: this.pendingFloat,
       length: this.length,
       nulls: this.nulls,
-      valid: this.valid,
+      valid: this.valid && this.nulls > 0 ? this.valid : null,
       values: k === 'string' || k === 'null' ? null : k === 'date' ? this.days : k === 'boolean' ? this.bool : this.num,
       offsets: k === 'string' ? this.offsets : null,
       data: k === 'string' ? this.data.subarray(0, this.size) : null,
@@ -396,7 +405,7 @@ export class CsvColumn {
     } else if (target !== this.kind) this.convert(target)
     this.intDigits = Math.max(this.intDigits, p.intDigits)
     this.pendingFloat = pendingFloat
-    this.valid.set(p.valid.subarray(0, p.length), at)
+    if (p.valid) (this.valid ?? this.makeValid()).set(p.valid.subarray(0, p.length), at)
     this.nulls += p.nulls
     this.length = n
     if (p.kind === 'null') {
@@ -468,6 +477,14 @@ export function civilToDays(y: number, m: number, d: number): number {
   const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1
   const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy
   return era * 146097 + doe - 719468
+}
+
+// Days of the first of each month from 1900 to 2199: a date is then one lookup and an add.
+const FIRST_CACHED_MONTH = 1900 * 12
+const MONTH_STARTS = new Int32Array(300 * 12)
+for (let i = 0; i < MONTH_STARTS.length; i++) {
+  const month = FIRST_CACHED_MONTH + i
+  MONTH_STARTS[i] = civilToDays(Math.floor(month / 12), (month % 12) + 1, 1)
 }
 
 /** Appends each row's fields to the columns; a row with another number of fields is malformed. */

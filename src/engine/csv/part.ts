@@ -18,7 +18,8 @@ export interface PartType {
 export interface ColumnPart extends PartType {
   length: number
   nulls: number
-  valid: Uint8Array
+  /** null when the part has no NULLs */
+  valid: Uint8Array | null
   /** By kind: Float64Array (integer, decimal units, float, timestamp), Int32Array (date), Uint8Array (boolean). */
   values: Float64Array | Int32Array | Uint8Array | null
   /** string: length + 1 offsets into data. */
