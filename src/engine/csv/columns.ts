@@ -13,7 +13,7 @@ import { classifyText, type ValueKind, widen } from '../infer.js'
 import type { ColumnInfo } from '../types.js'
 import { MAX_DECIMAL_DIGITS, MAX_DECIMAL_SCALE, POW10, parseDateOrTimestamp } from '../values.js'
 import { type ColumnPart, mergedKind } from './part.js'
-import { malformed, type OnRow } from './tokenizer.js'
+import type { FieldSink } from './tokenizer.js'
 
 export class NeedsString extends Error {
   constructor(readonly columns: number[]) {
@@ -24,11 +24,15 @@ export class NeedsString extends Error {
 const DAY_MS = 86_400_000
 const decoder = new TextDecoder()
 
+const QUOTE = 0x22
+const LF = 0x0a
+const CR = 0x0d
+
 /** The ASCII bytes String.prototype.trim removes (non-ASCII edges take the slow path). */
 const SPACE = new Uint8Array(256)
 for (const b of [0x20, 0x09, 0x0a, 0x0b, 0x0c, 0x0d]) SPACE[b] = 1
 
-export class CsvColumn {
+export class CsvColumn implements FieldSink {
   kind: ValueKind
   scale = 0
   intDigits = 0
@@ -44,6 +48,11 @@ export class CsvColumn {
   private offsets: Int32Array = new Int32Array(0)
   private data: Uint8Array = new Uint8Array(0)
   private size = 0
+  // The number parseExact() read last: units (unsigned), sign, digits before and after the point.
+  private units = 0
+  private negative = false
+  private intCount = 0
+  private fracCount = 0
 
   /**
    * `capacity`: the rows expected; `textBytes`: the bytes a string column is expected to need
@@ -93,6 +102,74 @@ export class CsvColumn {
     return this.valid
   }
 
+  /** See FieldSink.take: the fast path for plain fields, by kind; the rest goes through append(). */
+  take(buf: Buffer, p: number, end: number, stops: Uint8Array): number {
+    if (p >= end || this.length === this.capacity) return -1
+    const c = buf[p]
+    if (stops[c] === 1) {
+      if (c === QUOTE || c === CR) return -1
+      this.putNull() // nothing before the delimiter or LF
+      return p
+    }
+    switch (this.kind) {
+      case 'string':
+        return this.takeString(buf, p, end, stops)
+      case 'integer':
+      case 'decimal':
+        return this.takeNumber(buf, p, end, stops)
+      case 'date':
+        return this.takeDate(buf, p, end, stops)
+      default:
+        return -1
+    }
+  }
+
+  private takeString(buf: Buffer, p: number, end: number, stops: Uint8Array): number {
+    if (SPACE[buf[p]] === 1 || buf[p] >= 0x80) return -1 // to trim
+    // Copy while looking for the field's end; the bytes count only once the end is plain.
+    const data = this.data
+    let at = this.size
+    const limit = p + Math.min(end - p, data.length - at)
+    let q = p
+    while (q < limit && stops[buf[q]] === 0) data[at++] = buf[q++]
+    if (q === limit) return -1 // the chunk or the data array ends first
+    const next = terminator(buf, q, end, stops)
+    const last = buf[q - 1]
+    if (next < 0 || SPACE[last] === 1 || last >= 0x80) return -1
+    this.size = at
+    this.offsets[this.length + 1] = at
+    this.length++
+    return next
+  }
+
+  private takeNumber(buf: Buffer, p: number, end: number, stops: Uint8Array): number {
+    const q = this.parseExact(buf, p, end)
+    const next = q < 0 ? -1 : terminator(buf, q, end, stops)
+    if (next < 0) return -1
+    this.storeExact(buf, p, q)
+    this.length++
+    return next
+  }
+
+  private takeDate(buf: Buffer, p: number, end: number, stops: Uint8Array): number {
+    const next = terminator(buf, p + 10, end, stops)
+    if (next < 0 || !this.appendDate(buf, p, p + 10)) return -1
+    this.length++
+    return next
+  }
+
+  truncate(length: number): void {
+    const valid = this.valid
+    if (valid) {
+      for (let i = length; i < this.length; i++) {
+        if (valid[i] === 0) this.nulls--
+        valid[i] = 1 // rows past the end stay present until written
+      }
+    }
+    if (this.kind === 'string') this.size = this.offsets[length]
+    this.length = length
+  }
+
   /** Appends the field buf[s, e); `escaped`: the field is quoted and holds doubled quotes. */
   append(buf: Buffer, s: number, e: number, escaped: boolean): void {
     if (this.length === this.capacity) this.grow()
@@ -110,14 +187,15 @@ export class CsvColumn {
     this.put(bytes, 0, bytes.length)
   }
 
+  private putNull(): void {
+    ;(this.valid ?? this.makeValid())[this.length] = 0
+    if (this.kind === 'string') this.offsets[this.length + 1] = this.size
+    this.nulls++
+    this.length++
+  }
+
   private put(buf: Buffer, s: number, e: number): void {
-    if (s === e) {
-      ;(this.valid ?? this.makeValid())[this.length] = 0
-      if (this.kind === 'string') this.offsets[this.length + 1] = this.size
-      this.nulls++
-      this.length++
-      return
-    }
+    if (s === e) return this.putNull()
     switch (this.kind) {
       case 'string':
         this.appendString(buf, s, e)
@@ -159,45 +237,69 @@ export class CsvColumn {
 
   /** Plain -?digits[.digits] within the exactness limits; false sends the value to the slow path. */
   private appendExact(buf: Buffer, s: number, e: number): boolean {
+    if (this.parseExact(buf, s, e) !== e) return false
+    this.storeExact(buf, s, e)
+    return true
+  }
+
+  /**
+   * Reads -?digits[.digits] from buf[s] up to the first other byte (or `limit`) and returns
+   * where it stopped; -1 when the number is not plain or passes the exactness limits.
+   */
+  private parseExact(buf: Buffer, s: number, limit: number): number {
     let p = s
     const neg = buf[p] === 0x2d
     if (neg || buf[p] === 0x2b) p++
     const intStart = p
     let units = 0
-    while (p < e && buf[p] >= 0x30 && buf[p] <= 0x39) units = units * 10 + (buf[p++] - 0x30)
-    let intDigits = p - intStart
-    if (intDigits === 0 || (intDigits > 1 && buf[intStart] === 0x30)) return false
-    let frac = 0
-    if (p < e) {
-      if (buf[p] !== 0x2e) return false
+    let c = 0
+    while (p < limit && (c = buf[p]) >= 0x30 && c <= 0x39) {
+      units = units * 10 + (c - 0x30)
       p++
-      const fracStart = p
-      while (p < e && buf[p] >= 0x30 && buf[p] <= 0x39) units = units * 10 + (buf[p++] - 0x30)
-      frac = p - fracStart
-      if (p !== e || frac === 0 || frac > MAX_DECIMAL_SCALE) return false
     }
-    if (buf[intStart] === 0x30 && intDigits === 1) intDigits = 0
-    if (intDigits + frac > MAX_DECIMAL_DIGITS) return false
+    let intDigits = p - intStart
+    if (intDigits === 0 || (intDigits > 1 && buf[intStart] === 0x30)) return -1
+    let frac = 0
+    if (p < limit && buf[p] === 0x2e) {
+      const fracStart = ++p
+      while (p < limit && (c = buf[p]) >= 0x30 && c <= 0x39) {
+        units = units * 10 + (c - 0x30)
+        p++
+      }
+      frac = p - fracStart
+      if (frac === 0 || frac > MAX_DECIMAL_SCALE) return -1
+    }
+    if (intDigits === 1 && buf[intStart] === 0x30) intDigits = 0
+    if (intDigits + frac > MAX_DECIMAL_DIGITS) return -1
+    this.units = units
+    this.negative = neg
+    this.intCount = intDigits
+    this.fracCount = frac
+    return p
+  }
+
+  /** Stores the number parseExact() read from buf[s, e), widening the column as it must. */
+  private storeExact(buf: Buffer, s: number, e: number): void {
+    const frac = this.fracCount
+    let units = this.units
     if (frac > this.scale || this.kind === 'integer') {
       if (frac > 0 || this.kind !== 'integer') {
         if (!this.setScale(Math.max(frac, this.scale))) return this.overflow(buf, s, e)
       }
     }
-    if (intDigits > this.intDigits) {
-      this.intDigits = intDigits
+    if (this.intCount > this.intDigits) {
+      this.intDigits = this.intCount
       if (this.kind === 'decimal' && this.intDigits + this.scale > MAX_DECIMAL_DIGITS) return this.overflow(buf, s, e)
     }
     if (frac < this.scale) units *= POW10[this.scale - frac]
-    this.num[this.length] = neg && units !== 0 ? -units : units
-    return true
+    this.num[this.length] = this.negative && units !== 0 ? -units : units
   }
 
   /** Decimal digits past 15: go on as a pending float (see the top of this file). */
-  private overflow(buf: Buffer, s: number, e: number): boolean {
+  private overflow(buf: Buffer, s: number, e: number): void {
     this.convert('float')
     this.pendingFloat = true
     this.num[this.length] = Number(decoder.decode(buf.subarray(s, e)))
-    return true
   }
 
   /** integer → decimal, or a larger decimal scale: earlier units are multiplied exactly. */
@@ -487,11 +589,11 @@ for (let i = 0; i < MONTH_STARTS.length; i++) {
   MONTH_STARTS[i] = civilToDays(Math.floor(month / 12), (month % 12) + 1, 1)
 }
 
-/** Appends each row's fields to the columns; a row with another number of fields is malformed. */
-export function appendRows(columns: CsvColumn[]): OnRow {
-  const width = columns.length
-  return (row, buf) => {
-    if (row.count !== width) throw malformed(row.line, `expected ${width} fields, found ${row.count}`)
-    for (let k = 0; k < width; k++) columns[k].append(buf, row.starts[k], row.ends[k], row.escaped[k] === 1)
-  }
+/** The index of the delimiter or LF after a plain field that stopped at buf[q] (a CR before an LF is skipped), or -1. */
+function terminator(buf: Buffer, q: number, end: number, stops: Uint8Array): number {
+  if (q >= end) return -1
+  const t = buf[q]
+  if (stops[t] === 0 || t === QUOTE) return -1
+  if (t === CR) return q + 1 < end && buf[q + 1] === LF ? q + 1 : -1
+  return q
 }

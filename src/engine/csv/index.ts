@@ -10,7 +10,7 @@
 import { open } from 'node:fs/promises'
 import { ConcordError } from '../../errors.js'
 import type { Table } from '../table.js'
-import { appendRows, CsvColumn, NeedsString } from './columns.js'
+import { CsvColumn, NeedsString } from './columns.js'
 import { type CsvHead, MAX_FIELDS, readHead } from './head.js'
 import { type PartHelper, partHelper, type RunningPart, rowStartAfter } from './parallel.js'
 import { scanRange } from './scan.js'
@@ -88,7 +88,9 @@ async function readAll(
   )
   const tokenizer = new Tokenizer(head.delimiter.charCodeAt(0), MAX_FIELDS)
   tokenizer.line = head.dataLine
-  const scan = { handle, size, chunkSize, tokenizer, onRow: appendRows(columns) }
+  const tokenize = (buf: Buffer, pos: number, end: number, final: boolean) =>
+    tokenizer.scanInto(buf, pos, end, final, columns)
+  const scan = { handle, size, chunkSize, tokenize }
 
   const splitAt = opts.parallel ? opts.parallel.splitAt : undefined
   // A holder, not a variable: the split is made inside scanRange's callback.

@@ -4,7 +4,7 @@
 
 import { open } from 'node:fs/promises'
 import { parentPort } from 'node:worker_threads'
-import { appendRows, CsvColumn, NeedsString } from './columns.js'
+import { CsvColumn, NeedsString } from './columns.js'
 import { MAX_FIELDS } from './head.js'
 import { type PartJob, type PartResult, partBuffers } from './part.js'
 import { scanRange } from './scan.js'
@@ -16,14 +16,14 @@ async function parsePart(job: PartJob, cancel: Int32Array): Promise<PartResult> 
   const handle = await open(job.path, 'r')
   try {
     const columns = job.kinds.map((kind, k) => new CsvColumn(k, kind, job.scales[k], job.capacity, job.textBytes[k]))
+    const tokenizer = new Tokenizer(job.delimiter, MAX_FIELDS)
     await scanRange({
       handle,
       size: job.size,
       from: job.start,
       stop: () => job.size,
       chunkSize: job.chunkSize,
-      tokenizer: new Tokenizer(job.delimiter, MAX_FIELDS),
-      onRow: appendRows(columns),
+      tokenize: (buf, pos, end, final) => tokenizer.scanInto(buf, pos, end, final, columns),
       beforeChunk: () => {
         if (Atomics.load(cancel, 0) !== 0) throw new Cancelled()
       },

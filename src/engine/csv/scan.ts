@@ -5,7 +5,6 @@
 // Used by the loader's own thread and by the part worker.
 
 import type { FileHandle } from 'node:fs/promises'
-import type { OnRow, Tokenizer } from './tokenizer.js'
 
 export interface RangeScan {
   handle: FileHandle
@@ -16,8 +15,8 @@ export interface RangeScan {
   /** Where to stop (at most `size`); asked before each chunk, so it may move while the scan runs. */
   stop: () => number
   chunkSize: number
-  tokenizer: Tokenizer
-  onRow: OnRow
+  /** Tokenizes the complete rows in buf[pos, end) and returns where the rest starts (Tokenizer.scanInto). */
+  tokenize: (buf: Buffer, pos: number, end: number, final: boolean) => number
   /** Runs before each chunk with the offset of the first byte not consumed yet (abort checks, splits). */
   beforeChunk?: (at: number) => void | Promise<void>
 }
@@ -27,7 +26,7 @@ export interface RangeScan {
  * at the last complete row: the result equals `stop()` exactly when a row ends there.
  */
 export async function scanRange(r: RangeScan): Promise<number> {
-  const { handle, chunkSize, tokenizer, onRow } = r
+  const { handle, chunkSize, tokenize } = r
   // Room in front of each chunk for the unfinished row carried over from the previous one.
   const reserve = Math.min(64 * 1024, chunkSize)
   const read = async (into: Buffer, offset: number): Promise<number> => {
@@ -52,7 +51,7 @@ export async function scanRange(r: RangeScan): Promise<number> {
     }
     let rest: number
     try {
-      rest = tokenizer.scan(cur, start, limit, whole && stop >= r.size, onRow)
+      rest = tokenize(cur, start, limit, whole && stop >= r.size)
     } catch (err) {
       prefetch?.catch(() => {}) // the caller closes the file; a read cut short by that is of no interest
       throw err
@@ -62,7 +61,7 @@ export async function scanRange(r: RangeScan): Promise<number> {
     const carry = end - rest
     if (got === 0) {
       // the file ended early (it shrank while being read): what is left is its last row
-      tokenizer.scan(cur, rest, end, true, onRow)
+      tokenize(cur, rest, end, true)
       return next
     }
     at = next - carry
