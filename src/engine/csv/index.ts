@@ -45,6 +45,12 @@ export interface CsvLoadOptions {
 const PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 /** A part smaller than this is not worth a worker's round trip. */
 const MIN_PART_BYTES = 4 * 1024 * 1024
+/**
+ * Of the bytes left when the worker is ready, the share this thread keeps. Its code is warm and
+ * the worker's starts cold (4.9 against 7.2 ms per MB on the benchmark file), but this thread
+ * also joins the parts afterwards (about 18 ms for half a million rows).
+ */
+const OWN_SHARE = 0.56
 
 export async function loadCsv(path: string, opts: CsvLoadOptions = {}): Promise<CsvLoadResult> {
   let handle: Awaited<ReturnType<typeof open>>
@@ -103,8 +109,7 @@ async function readAll(
       if (!(await helper.ready())) return
     } else if (!helper.idle || size - at < 2 * MIN_PART_BYTES) return
     split.tried = true
-    // the worker takes the second half of what is left
-    const target = Math.floor(Math.max(at, splitAt ?? at + (size - at) / 2))
+    const target = Math.floor(Math.max(at, splitAt ?? at + (size - at) * OWN_SHARE))
     const start = await rowStartAfter(handle, target, size)
     if (start === null || start <= at || start >= size) return
     split.part = helper.run({

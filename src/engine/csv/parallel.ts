@@ -11,14 +11,13 @@
 //   errors count only when everything before it parsed cleanly, so the first error in the file
 //   is the one reported.
 // tsx registers its loader on the main thread only on Node 20, and registering it in a worker
-// costs about 150 ms, so the worker's module is bundled once per process with esbuild (the
-// compiler tsx runs) and the worker starts from that JavaScript. If that or the worker fails,
-// loads stay on the main thread.
+// costs about 150 ms, so the worker starts from its module bundled into JavaScript
+// (worker-source.ts). If that or the worker fails, loads stay on the main thread.
 
 import type { FileHandle } from 'node:fs/promises'
-import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { PartJob, PartResult } from './part.js'
+import { bundleWorkerSource, cachedWorkerSource } from './worker-source.js'
 
 export interface RunningPart {
   /** Offset of the part's first row. */
@@ -29,24 +28,8 @@ export interface RunningPart {
   cancel(): void
 }
 
-let bundled: Promise<string> | null = null
-
-function workerSource(): Promise<string> {
-  bundled ??= (async () => {
-    const esbuild = await import('esbuild')
-    const out = await esbuild.build({
-      entryPoints: [fileURLToPath(new URL('./part-worker.ts', import.meta.url))],
-      bundle: true,
-      platform: 'node',
-      format: 'cjs',
-      target: 'node20',
-      write: false,
-      logLevel: 'silent',
-    })
-    return out.outputFiles[0].text
-  })()
-  return bundled
-}
+/** The worker's code, once per process. */
+let source: Promise<string> | string | null = null
 
 type State = 'starting' | 'idle' | 'busy' | 'dead'
 
@@ -87,7 +70,10 @@ export class PartHelper {
 
   private async start(): Promise<void> {
     try {
-      const worker = new Worker(await workerSource(), { eval: true, execArgv: [], name: 'concord csv part' })
+      source ??= cachedWorkerSource() ?? bundleWorkerSource()
+      // from the cache, the worker starts before this call returns
+      const code = typeof source === 'string' ? source : await source
+      const worker = new Worker(code, { eval: true, execArgv: [], name: 'concord csv part' })
       this.worker = worker
       worker.on('message', (m: PartResult | { type: 'ready' }) => {
         if (this.state === 'dead') return
