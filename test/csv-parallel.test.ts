@@ -1,10 +1,10 @@
 // The parallel CSV load: a worker thread parses the part of the file after a split. Pinned here:
 // splits inside quoted newlines, types that widen differently on each side, errors on the real
-// line, aborts, a worker that fails or cannot start, and the worker starting under each way the
-// service runs TypeScript. The random differential test is in csv-fast.test.ts.
+// line, aborts, a worker that fails or cannot start, a file replaced during the load, and the
+// worker starting under each way the service runs TypeScript. The random differential test is in csv-fast.test.ts.
 
 import { execFileSync } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { renameSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import t, { type Test } from 'tap'
 import { type CsvLoadOptions, loadCsv } from '../src/engine/csv/index.js'
@@ -136,6 +136,34 @@ t.test('a worker that fails or cannot start leaves the load on this thread', asy
     t.equal(r.parts, 1)
     t.same(rowsAsJson(r.table), expected)
   }
+})
+
+t.test('a file replaced during the load is read whole from the handle this thread opened', async (t) => {
+  const dir = t.testdir()
+  const path = join(dir, 'f.csv')
+  const original = `id,v\n${Array.from({ length: 100 }, (_, i) => `${i},a${i}`).join('\n')}\n`
+  writeFileSync(path, original)
+  writeFileSync(join(dir, 'new.csv'), `id,v\n${Array.from({ length: 100 }, (_, i) => `${i},b${i}`).join('\n')}\n`)
+  const parallel = await import('../src/engine/csv/parallel.js')
+  const real = parallel.partHelper()
+  // the real worker, asked to start only once another file has taken the path
+  const swapping = {
+    get idle() {
+      return real.idle
+    },
+    ready: async () => {
+      renameSync(join(dir, 'new.csv'), path)
+      return real.ready()
+    },
+    run: (job: Parameters<PartHelper['run']>[0]) => real.run(job),
+  }
+  const { loadCsv: load } = await t.mockImport<typeof import('../src/engine/csv/index.js')>(
+    '../src/engine/csv/index.js',
+    { '../src/engine/csv/parallel.js': { ...parallel, partHelper: () => swapping as unknown as PartHelper } },
+  )
+  const r = await load(path, split(original.length / 2))
+  t.equal(r.parts, 1, 'the worker found another file at the path and declined')
+  t.same(rowsAsJson(r.table).slice(-1), [{ id: 99, v: 'a99' }])
 })
 
 t.test('the worker starts however the service runs TypeScript', async (t) => {

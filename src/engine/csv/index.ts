@@ -13,6 +13,7 @@ import type { Table } from '../table.js'
 import { CsvColumn, NeedsString } from './columns.js'
 import { type CsvHead, MAX_FIELDS, readHead } from './head.js'
 import { type PartHelper, partHelper, type RunningPart, rowStartAfter } from './parallel.js'
+import type { FileIdentity } from './part.js'
 import { scanRange } from './scan.js'
 import type { Delimiter } from './sniff.js'
 import { malformed, Tokenizer } from './tokenizer.js'
@@ -60,14 +61,16 @@ export async function loadCsv(path: string, opts: CsvLoadOptions = {}): Promise<
     throw new ConcordError('unreadable_file', `cannot read the file: ${(err as Error).message}`, 400)
   }
   try {
-    const size = (await handle.stat()).size
+    const stat = await handle.stat()
+    const size = stat.size
+    const file = { path, dev: stat.dev, ino: stat.ino, size, mtimeMs: stat.mtimeMs }
     const parallel = opts.parallel === false ? null : (opts.parallel ?? {})
     // Started first so that the worker's start-up overlaps the sample and the first chunks.
     const helper = parallel && size >= (parallel.minBytes ?? PARALLEL_MIN_BYTES) ? partHelper() : null
     const forced = new Set<number>()
     for (;;) {
       try {
-        return await readAll(handle, path, size, forced, opts, helper)
+        return await readAll(handle, file, forced, opts, helper)
       } catch (err) {
         if (!(err instanceof NeedsString)) throw err
         for (const c of err.columns) forced.add(c) // rare: a late value made a column text; read again
@@ -80,12 +83,12 @@ export async function loadCsv(path: string, opts: CsvLoadOptions = {}): Promise<
 
 async function readAll(
   handle: Awaited<ReturnType<typeof open>>,
-  path: string,
-  size: number,
+  file: FileIdentity & { path: string },
   forced: Set<number>,
   opts: CsvLoadOptions,
   helper: PartHelper | null,
 ): Promise<CsvLoadResult> {
+  const size = file.size
   const chunkSize = opts.chunkSize ?? 2 * 1024 * 1024
   const head = await readHead(handle, size, forced, opts)
   const capacity = rowsIn(size, head)
@@ -113,7 +116,8 @@ async function readAll(
     const start = await rowStartAfter(handle, target, size)
     if (start === null || start <= at || start >= size) return
     split.part = helper.run({
-      path,
+      path: file.path,
+      file: { dev: file.dev, ino: file.ino, size: file.size, mtimeMs: file.mtimeMs },
       start,
       size,
       delimiter: head.delimiter.charCodeAt(0),

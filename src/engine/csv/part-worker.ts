@@ -15,6 +15,12 @@ class Cancelled extends Error {}
 async function parsePart(job: PartJob, cancel: Int32Array): Promise<PartResult> {
   const handle = await open(job.path, 'r')
   try {
+    // The same file as the loader's, not one put in its place since: else the loader parses on.
+    const s = await handle.stat()
+    const f = job.file
+    if (s.dev !== f.dev || s.ino !== f.ino || s.size !== f.size || s.mtimeMs !== f.mtimeMs) {
+      return { type: 'failed', message: 'the file changed during the load' }
+    }
     const columns = job.kinds.map((kind, k) => new CsvColumn(k, kind, job.scales[k], job.capacity, job.textBytes[k]))
     const tokenizer = new Tokenizer(job.delimiter, MAX_FIELDS)
     await scanRange({

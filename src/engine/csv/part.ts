@@ -55,6 +55,8 @@ export function partBuffers(parts: ColumnPart[]): ArrayBuffer[] {
 /** What the loader asks of the worker: parse the file from `start` (a row boundary candidate) to its end. */
 export interface PartJob {
   path: string
+  /** The file the loader has open, which the worker must find at `path` too. */
+  file: FileIdentity
   start: number
   size: number
   /** The delimiter's byte. */
@@ -66,6 +68,13 @@ export interface PartJob {
   capacity: number
   textBytes: number[]
   chunkSize: number
+}
+
+export interface FileIdentity {
+  dev: number
+  ino: number
+  size: number
+  mtimeMs: number
 }
 
 /** Lines are counted from 1 at the part's start. */
