@@ -71,6 +71,17 @@ t.test('type inference widens and keeps codes as strings', async (t) => {
   t.equal(rows[0].ts, '2024-01-05T00:00:00.000Z')
 })
 
+t.test('a decimal that outgrows 15 digits is a float if a float comes, else text', async (t) => {
+  // after the 2000 sampled rows, so only the columns see them
+  const ints = Array.from({ length: 2100 }, () => '12345678901234').join('\n')
+  const withFloat = await loadCsv(file(t, `x\n${ints}\n1.25\n1e3\n`))
+  t.same(typeOf(withFloat.table.columns), { x: 'float' })
+  t.same(rowsAsJson(withFloat.table).slice(-3), [{ x: 12345678901234 }, { x: 1.25 }, { x: 1000 }])
+  const without = await loadCsv(file(t, `x\n${ints}\n1.25\n`))
+  t.same(typeOf(without.table.columns), { x: 'string' })
+  t.same(rowsAsJson(without.table).slice(-1), [{ x: '1.25' }])
+})
+
 t.test('malformed files are refused with the line', async (t) => {
   await t.rejects(loadCsv(file(t, 'a,b\n1,2\n3,4,5\n')), {
     code: 'malformed_file',

@@ -113,7 +113,8 @@ function asCsvError(err: unknown): Error {
   if (e.code === 'ENOENT' || e.code === 'EACCES' || e.code === 'EISDIR') {
     return new ConcordError('unreadable_file', `cannot read the file: ${e.message}`, 400)
   }
-  if (e.code?.startsWith('CSV_')) {
+  // csv-parse prefixes its codes with CSV_, all but INVALID_OPENING_QUOTE (a quote inside an unquoted field)
+  if (e.code?.startsWith('CSV_') || e.code === 'INVALID_OPENING_QUOTE') {
     const line = e.lines ?? /line (\d+)/.exec(e.message)?.[1]
     const what =
       e.code === 'CSV_QUOTE_NOT_CLOSED' ? 'unterminated quoted field' : e.message.replace(/^Invalid [^:]*:\s*/, '')

@@ -3,48 +3,66 @@
 // decimal scale, date → timestamp). A value that only fits a string column throws NeedsString;
 // the loader then reads the file again with that column as string, so the result always equals
 // inference over every value (the rules of ../infer.ts).
+//
+// A decimal column whose digits pass 15 is text by those rules unless some value is a float, and
+// that value may come later: the column goes on as a "pending" float and throws NeedsString at
+// finish() if no float ever arrives.
 
 import type { Column } from '../column.js'
 import { classifyText, type ValueKind, widen } from '../infer.js'
 import type { ColumnInfo } from '../types.js'
 import { MAX_DECIMAL_DIGITS, MAX_DECIMAL_SCALE, POW10, parseDateOrTimestamp } from '../values.js'
+import { booleanAt, dateAt, NOT_A_DATE, SPACE, terminator } from './bytes.js'
+import { type ColumnPart, mergedKind } from './part.js'
+import type { FieldSink } from './tokenizer.js'
 
 export class NeedsString extends Error {
-  constructor(readonly column: number) {
-    super(`column ${column} must be read as text`)
+  constructor(readonly columns: number[]) {
+    super(`columns ${columns.join(', ')} must be read as text`)
   }
 }
 
 const DAY_MS = 86_400_000
 const decoder = new TextDecoder()
 
-/** The ASCII bytes String.prototype.trim removes (non-ASCII edges take the slow path). */
-const SPACE = new Uint8Array(256)
-for (const b of [0x20, 0x09, 0x0a, 0x0b, 0x0c, 0x0d]) SPACE[b] = 1
+const QUOTE = 0x22
+const CR = 0x0d
 
-export class CsvColumn {
+export class CsvColumn implements FieldSink {
   kind: ValueKind
   scale = 0
   intDigits = 0
   length = 0
   nulls = 0
-  private valid: Uint8Array
+  /** float only because decimal digits overflowed: text unless a real float value turns up. */
+  pendingFloat = false
+  /** 1 = present; made at the first NULL, all ones before it (so present values write nothing). */
+  private valid: Uint8Array | null = null
   private num: Float64Array = new Float64Array(0)
   private days: Int32Array = new Int32Array(0)
   private bool: Uint8Array = new Uint8Array(0)
   private offsets: Int32Array = new Int32Array(0)
   private data: Uint8Array = new Uint8Array(0)
   private size = 0
+  // The number parseExact() read last: units (unsigned), sign, digits before and after the point.
+  private units = 0
+  private negative = false
+  private intCount = 0
+  private fracCount = 0
 
+  /**
+   * `capacity`: the rows expected; `textBytes`: the bytes a string column is expected to need
+   * (from the sample). Both are estimates: the arrays grow when they are too small.
+   */
   constructor(
     readonly index: number,
     kind: ValueKind,
     scale: number,
     private capacity: number,
+    private readonly textBytes = 0,
   ) {
     this.kind = kind
     this.scale = kind === 'decimal' ? scale : 0
-    this.valid = new Uint8Array(capacity)
     this.allocate(kind)
   }
 
@@ -52,25 +70,100 @@ export class CsvColumn {
     const n = this.capacity
     if (kind === 'string') {
       this.offsets = new Int32Array(n + 1)
-      this.data = new Uint8Array(Math.max(1024, n * 8))
+      this.data = new Uint8Array(Math.max(1024, this.textBytes || n * 8))
     } else if (kind === 'date') this.days = new Int32Array(n)
     else if (kind === 'boolean') this.bool = new Uint8Array(n)
     else this.num = new Float64Array(n)
   }
 
-  private grow(): void {
-    const n = Math.ceil(this.capacity * 1.5) + 16
+  private grow(n = Math.ceil(this.capacity * 1.5) + 16): void {
     const grow = <T extends Int32Array | Float64Array | Uint8Array>(a: T, size: number): T => {
       const b = new (a.constructor as new (n: number) => T)(size)
       b.set(a.subarray(0, Math.min(a.length, size)))
       return b
     }
-    this.valid = grow(this.valid, n)
+    if (this.valid) {
+      this.valid = grow(this.valid, n)
+      this.valid.fill(1, this.length)
+    }
     if (this.kind === 'string') this.offsets = grow(this.offsets, n + 1)
     else if (this.kind === 'date') this.days = grow(this.days, n)
     else if (this.kind === 'boolean') this.bool = grow(this.bool, n)
     else this.num = grow(this.num, n)
     this.capacity = n
+  }
+
+  private makeValid(): Uint8Array {
+    this.valid = new Uint8Array(this.capacity).fill(1)
+    return this.valid
+  }
+
+  /** See FieldSink.take: the fast path for plain fields, by kind; the rest goes through append(). */
+  take(buf: Buffer, p: number, end: number, stops: Uint8Array): number {
+    if (p >= end || this.length === this.capacity) return -1
+    const c = buf[p]
+    if (stops[c] === 1) {
+      if (c === QUOTE || c === CR) return -1
+      this.putNull() // nothing before the delimiter or LF
+      return p
+    }
+    switch (this.kind) {
+      case 'string':
+        return this.takeString(buf, p, end, stops)
+      case 'integer':
+      case 'decimal':
+        return this.takeNumber(buf, p, end, stops)
+      case 'date':
+        return this.takeDate(buf, p, end, stops)
+      default:
+        return -1
+    }
+  }
+
+  private takeString(buf: Buffer, p: number, end: number, stops: Uint8Array): number {
+    if (SPACE[buf[p]] === 1 || buf[p] >= 0x80) return -1 // to trim
+    // Copy while looking for the field's end; the bytes count only once the end is plain.
+    const data = this.data
+    let at = this.size
+    const limit = p + Math.min(end - p, data.length - at)
+    let q = p
+    while (q < limit && stops[buf[q]] === 0) data[at++] = buf[q++]
+    if (q === limit) return -1 // the chunk or the data array ends first
+    const next = terminator(buf, q, end, stops)
+    const last = buf[q - 1]
+    if (next < 0 || SPACE[last] === 1 || last >= 0x80) return -1
+    this.size = at
+    this.offsets[this.length + 1] = at
+    this.length++
+    return next
+  }
+
+  private takeNumber(buf: Buffer, p: number, end: number, stops: Uint8Array): number {
+    const q = this.parseExact(buf, p, end)
+    const next = q < 0 ? -1 : terminator(buf, q, end, stops)
+    if (next < 0) return -1
+    this.storeExact(buf, p, q)
+    this.length++
+    return next
+  }
+
+  private takeDate(buf: Buffer, p: number, end: number, stops: Uint8Array): number {
+    const next = terminator(buf, p + 10, end, stops)
+    if (next < 0 || !this.appendDate(buf, p, p + 10)) return -1
+    this.length++
+    return next
+  }
+
+  truncate(length: number): void {
+    const valid = this.valid
+    if (valid) {
+      for (let i = length; i < this.length; i++) {
+        if (valid[i] === 0) this.nulls--
+        valid[i] = 1 // rows past the end stay present until written
+      }
+    }
+    if (this.kind === 'string') this.size = this.offsets[length]
+    this.length = length
   }
 
   /** Appends the field buf[s, e); `escaped`: the field is quoted and holds doubled quotes. */
@@ -90,15 +183,15 @@ export class CsvColumn {
     this.put(bytes, 0, bytes.length)
   }
 
+  private putNull(): void {
+    ;(this.valid ?? this.makeValid())[this.length] = 0
+    if (this.kind === 'string') this.offsets[this.length + 1] = this.size
+    this.nulls++
+    this.length++
+  }
+
   private put(buf: Buffer, s: number, e: number): void {
-    if (s === e) {
-      this.valid[this.length] = 0
-      if (this.kind === 'string') this.offsets[this.length + 1] = this.size
-      this.nulls++
-      this.length++
-      return
-    }
-    this.valid[this.length] = 1
+    if (s === e) return this.putNull()
     switch (this.kind) {
       case 'string':
         this.appendString(buf, s, e)
@@ -140,37 +233,69 @@ export class CsvColumn {
 
   /** Plain -?digits[.digits] within the exactness limits; false sends the value to the slow path. */
   private appendExact(buf: Buffer, s: number, e: number): boolean {
+    if (this.parseExact(buf, s, e) !== e) return false
+    this.storeExact(buf, s, e)
+    return true
+  }
+
+  /**
+   * Reads -?digits[.digits] from buf[s] up to the first other byte (or `limit`) and returns
+   * where it stopped; -1 when the number is not plain or passes the exactness limits.
+   */
+  private parseExact(buf: Buffer, s: number, limit: number): number {
     let p = s
     const neg = buf[p] === 0x2d
     if (neg || buf[p] === 0x2b) p++
     const intStart = p
     let units = 0
-    while (p < e && buf[p] >= 0x30 && buf[p] <= 0x39) units = units * 10 + (buf[p++] - 0x30)
-    let intDigits = p - intStart
-    if (intDigits === 0 || (intDigits > 1 && buf[intStart] === 0x30)) return false
-    let frac = 0
-    if (p < e) {
-      if (buf[p] !== 0x2e) return false
+    let c = 0
+    while (p < limit && (c = buf[p]) >= 0x30 && c <= 0x39) {
+      units = units * 10 + (c - 0x30)
       p++
-      const fracStart = p
-      while (p < e && buf[p] >= 0x30 && buf[p] <= 0x39) units = units * 10 + (buf[p++] - 0x30)
-      frac = p - fracStart
-      if (p !== e || frac === 0 || frac > MAX_DECIMAL_SCALE) return false
     }
-    if (buf[intStart] === 0x30 && intDigits === 1) intDigits = 0
-    if (intDigits + frac > MAX_DECIMAL_DIGITS) return false
+    let intDigits = p - intStart
+    if (intDigits === 0 || (intDigits > 1 && buf[intStart] === 0x30)) return -1
+    let frac = 0
+    if (p < limit && buf[p] === 0x2e) {
+      const fracStart = ++p
+      while (p < limit && (c = buf[p]) >= 0x30 && c <= 0x39) {
+        units = units * 10 + (c - 0x30)
+        p++
+      }
+      frac = p - fracStart
+      if (frac === 0 || frac > MAX_DECIMAL_SCALE) return -1
+    }
+    if (intDigits === 1 && buf[intStart] === 0x30) intDigits = 0
+    if (intDigits + frac > MAX_DECIMAL_DIGITS) return -1
+    this.units = units
+    this.negative = neg
+    this.intCount = intDigits
+    this.fracCount = frac
+    return p
+  }
+
+  /** Stores the number parseExact() read from buf[s, e), widening the column as it must. */
+  private storeExact(buf: Buffer, s: number, e: number): void {
+    const frac = this.fracCount
+    let units = this.units
     if (frac > this.scale || this.kind === 'integer') {
       if (frac > 0 || this.kind !== 'integer') {
-        if (!this.setScale(Math.max(frac, this.scale))) throw new NeedsString(this.index)
+        if (!this.setScale(Math.max(frac, this.scale))) return this.overflow(buf, s, e)
       }
     }
-    if (intDigits > this.intDigits) {
-      this.intDigits = intDigits
-      if (this.kind === 'decimal' && this.intDigits + this.scale > MAX_DECIMAL_DIGITS) throw new NeedsString(this.index)
+    if (this.intCount > this.intDigits) {
+      this.intDigits = this.intCount
+      if (this.kind === 'decimal' && this.intDigits + this.scale > MAX_DECIMAL_DIGITS) return this.overflow(buf, s, e)
     }
     if (frac < this.scale) units *= POW10[this.scale - frac]
-    this.num[this.length] = neg && units !== 0 ? -units : units
-    return true
+    this.num[this.length] = this.negative && units !== 0 ? -units : units
+  }
+
+  /** Decimal digits past 15: go on as a pending float (see the top of this file). */
+  private overflow(buf: Buffer, s: number, e: number): void {
+    this.convert('float')
+    this.pendingFloat = true
+    this.num[this.length] = Number(decoder.decode(buf.subarray(s, e)))
   }
 
   /** integer → decimal, or a larger decimal scale: earlier units are multiplied exactly. */
@@ -184,71 +309,28 @@ export class CsvColumn {
   }
 
   private appendDate(buf: Buffer, s: number, e: number): boolean {
-    // YYYY-MM-DD from fixed positions; no closures or arrays here: this runs once per value.
-    if (e - s !== 10 || buf[s + 4] !== 0x2d || buf[s + 7] !== 0x2d) return false
-    const y0 = buf[s] - 0x30
-    const y1 = buf[s + 1] - 0x30
-    const y2 = buf[s + 2] - 0x30
-    const y3 = buf[s + 3] - 0x30
-    const m0 = buf[s + 5] - 0x30
-    const m1 = buf[s + 6] - 0x30
-    const d0 = buf[s + 8] - 0x30
-    const d1 = buf[s + 9] - 0x30
-    if (
-      (y0 | y1 | y2 | y3 | m0 | m1 | d0 | d1) < 0 ||
-      y0 > 9 ||
-      y1 > 9 ||
-      y2 > 9 ||
-      y3 > 9 ||
-      m0 > 9 ||
-      m1 > 9 ||
-      d0 > 9 ||
-      d1 > 9
-    )
-      return false
-    const y = y0 * 1000 + y1 * 100 + y2 * 10 + y3
-    const m = m0 * 10 + m1
-    const d = d0 * 10 + d1
-    if (y < 1 || m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m)) return false
-    this.days[this.length] = civilToDays(y, m, d)
+    const days = e - s === 10 ? dateAt(buf, s) : NOT_A_DATE
+    if (days === NOT_A_DATE) return false
+    this.days[this.length] = days
     return true
   }
 
   private appendBoolean(buf: Buffer, s: number, e: number): boolean {
-    const n = e - s
-    const c0 = buf[s] | 0x20
-    if (
-      n === 4 &&
-      c0 === 0x74 &&
-      (buf[s + 1] | 0x20) === 0x72 &&
-      (buf[s + 2] | 0x20) === 0x75 &&
-      (buf[s + 3] | 0x20) === 0x65
-    ) {
-      this.bool[this.length] = 1
-      return true
-    }
-    if (
-      n === 5 &&
-      c0 === 0x66 &&
-      (buf[s + 1] | 0x20) === 0x61 &&
-      (buf[s + 2] | 0x20) === 0x6c &&
-      (buf[s + 3] | 0x20) === 0x73 &&
-      (buf[s + 4] | 0x20) === 0x65
-    ) {
-      this.bool[this.length] = 0
-      return true
-    }
-    return false
+    const b = booleanAt(buf, s, e)
+    if (b < 0) return false
+    this.bool[this.length] = b
+    return true
   }
 
   /** Classifies the text, widens the column if it must, and stores the value. */
   private slow(buf: Buffer, s: number, e: number): void {
     const text = decoder.decode(buf.subarray(s, e))
     const c = classifyText(text)
+    if (c.kind === 'float') this.pendingFloat = false
     const target = widen(this.kind, c.kind)
     if (target === 'string') {
       // Only a column with no value yet may become text here; any other must be read again.
-      if (this.kind !== 'null') throw new NeedsString(this.index)
+      if (this.kind !== 'null') throw new NeedsString([this.index])
       this.kind = 'string'
       this.allocate('string')
       this.appendString(buf, s, e)
@@ -258,25 +340,25 @@ export class CsvColumn {
     switch (this.kind) {
       case 'integer':
       case 'decimal':
-        if (!this.appendExact(buf, s, e)) throw new NeedsString(this.index)
+        if (!this.appendExact(buf, s, e)) throw new NeedsString([this.index])
         return
       case 'float':
         this.num[this.length] = Number(text)
         return
       case 'date':
-        if (!this.appendDate(buf, s, e)) throw new NeedsString(this.index)
+        if (!this.appendDate(buf, s, e)) throw new NeedsString([this.index])
         return
       case 'timestamp': {
         const ms = parseDateOrTimestamp(text)
-        if (ms === null) throw new NeedsString(this.index)
+        if (ms === null) throw new NeedsString([this.index])
         this.num[this.length] = ms
         return
       }
       case 'boolean':
-        if (!this.appendBoolean(buf, s, e)) throw new NeedsString(this.index)
+        if (!this.appendBoolean(buf, s, e)) throw new NeedsString([this.index])
         return
       default:
-        throw new NeedsString(this.index)
+        throw new NeedsString([this.index])
     }
   }
 
@@ -302,7 +384,7 @@ export class CsvColumn {
       this.kind = 'timestamp'
       return
     }
-    throw new NeedsString(this.index)
+    throw new NeedsString([this.index])
   }
 
   info(name: string): ColumnInfo {
@@ -313,12 +395,9 @@ export class CsvColumn {
   }
 
   finish(): Column {
+    if (this.pendingFloat) throw new NeedsString([this.index])
     const n = this.length
-    // Copy only when the spare capacity is worth freeing; otherwise hand out a view.
-    const fit = n >= this.capacity * 0.9
-    const cut = <T extends Int32Array | Float64Array | Uint8Array>(a: T, len: number): T =>
-      fit ? (a.subarray(0, len) as T) : (a.slice(0, len) as T)
-    const valid = this.nulls === 0 ? null : cut(this.valid, n)
+    const valid = this.valid && this.nulls > 0 ? fitted(this.valid, n) : null
     switch (this.kind) {
       case 'null':
         return { type: 'string', length: n, valid, offsets: new Int32Array(n + 1), data: new Uint8Array(0) }
@@ -327,32 +406,112 @@ export class CsvColumn {
           type: 'string',
           length: n,
           valid,
-          offsets: this.offsets.slice(0, n + 1),
-          data: this.data.slice(0, this.size),
+          offsets: fitted(this.offsets, n + 1),
+          data: fitted(this.data, this.size),
         }
       case 'date':
-        return { type: 'date', length: n, valid, values: this.days.slice(0, n) }
+        return { type: 'date', length: n, valid, values: fitted(this.days, n) }
       case 'boolean':
-        return { type: 'boolean', length: n, valid, values: this.bool.slice(0, n) }
+        return { type: 'boolean', length: n, valid, values: fitted(this.bool, n) }
       case 'decimal':
-        return { type: 'decimal', length: n, valid, values: this.num.slice(0, n), scale: this.scale }
+        return { type: 'decimal', length: n, valid, values: fitted(this.num, n), scale: this.scale }
       default:
-        return { type: this.kind, length: n, valid, values: this.num.slice(0, n) } as Column
+        return { type: this.kind, length: n, valid, values: fitted(this.num, n) } as Column
+    }
+  }
+
+  /** This column's rows as a part for another thread (see part.ts); the column is done after. */
+  toPart(): ColumnPart {
+    const k = this.kind
+    return {
+      kind: k,
+      scale: this.scale,
+      intDigits: this.intDigits,
+      pendingFloat: this.pendingFloat,
+      length: this.length,
+      nulls: this.nulls,
+      valid: this.valid && this.nulls > 0 ? this.valid : null,
+      values: k === 'string' || k === 'null' ? null : k === 'date' ? this.days : k === 'boolean' ? this.bool : this.num,
+      offsets: k === 'string' ? this.offsets : null,
+      data: k === 'string' ? this.data.subarray(0, this.size) : null,
+    }
+  }
+
+  /**
+   * Appends the rows of the next part of the file, parsed by another thread from the same
+   * sampled types: both sides widen to the type inference over all their values gives.
+   */
+  appendPart(p: ColumnPart): void {
+    const merged = mergedKind(this, p)
+    if (!merged) throw new NeedsString([this.index])
+    const { kind: target, pendingFloat } = merged
+    const at = this.length
+    const n = at + p.length
+    if (n > this.capacity) this.grow(n) // exactly once: the size is known
+    // this side first: it may be narrower than the target
+    if (target === 'decimal') {
+      const scale = Math.max(this.scale, p.scale)
+      if (this.kind === 'null') this.convert('decimal')
+      this.kind = 'decimal'
+      if (!this.setScale(scale)) throw new Error('unreachable: mergedKind checked the digits')
+    } else if (target !== this.kind) this.convert(target)
+    this.intDigits = Math.max(this.intDigits, p.intDigits)
+    this.pendingFloat = pendingFloat
+    if (p.valid) (this.valid ?? this.makeValid()).set(p.valid.subarray(0, p.length), at)
+    this.nulls += p.nulls
+    this.length = n
+    if (p.kind === 'null') {
+      if (target === 'string') this.offsets.fill(this.size, at + 1, n + 1)
+      return
+    }
+    const values = p.values!
+    switch (target) {
+      case 'string': {
+        const bytes = p.data!
+        if (this.size + bytes.length > this.data.length) {
+          const d = new Uint8Array(this.size + bytes.length)
+          d.set(this.data.subarray(0, this.size))
+          this.data = d
+        }
+        this.data.set(bytes, this.size)
+        const base = this.size
+        for (let i = 1; i <= p.length; i++) this.offsets[at + i] = base + p.offsets![i]
+        this.size += bytes.length
+        return
+      }
+      case 'decimal': {
+        const f = POW10[this.scale - p.scale]
+        if (f === 1) this.num.set(values.subarray(0, p.length), at)
+        else for (let i = 0; i < p.length; i++) this.num[at + i] = values[i] * f
+        return
+      }
+      case 'float':
+        if (p.kind === 'float') this.num.set(values.subarray(0, p.length), at)
+        else {
+          const f = POW10[p.scale]
+          for (let i = 0; i < p.length; i++) this.num[at + i] = values[i] / f
+        }
+        return
+      case 'timestamp':
+        if (p.kind === 'timestamp') this.num.set(values.subarray(0, p.length), at)
+        else for (let i = 0; i < p.length; i++) this.num[at + i] = values[i] * DAY_MS
+        return
+      case 'date':
+        this.days.set(values.subarray(0, p.length), at)
+        return
+      case 'boolean':
+        this.bool.set(values.subarray(0, p.length), at)
+        return
+      default:
+        this.num.set(values.subarray(0, p.length), at)
     }
   }
 }
 
-function daysInMonth(y: number, m: number): number {
-  if (m === 2) return (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0 ? 29 : 28
-  return m === 4 || m === 6 || m === 9 || m === 11 ? 30 : 31
-}
-
-/** Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
-export function civilToDays(y: number, m: number, d: number): number {
-  y -= m <= 2 ? 1 : 0
-  const era = Math.floor(y / 400)
-  const yoe = y - era * 400
-  const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1
-  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy
-  return era * 146097 + doe - 719468
+/**
+ * A view when the array is mostly filled, else a copy that lets the rest go. Capacity that was
+ * never written costs address space, not memory: fresh typed arrays are zero pages until touched.
+ */
+function fitted<T extends Int32Array | Float64Array | Uint8Array>(a: T, len: number): T {
+  return (len >= a.length * 0.75 ? a.subarray(0, len) : a.slice(0, len)) as T
 }
