@@ -11,9 +11,11 @@ import type { ServiceDatabase } from './db/connect.js'
 import dbPlugin from './db/plugin.js'
 import { ConcordError } from './errors.js'
 import ai from './ai/service.js'
+import chat from './orchestrator/service.js'
 import recipes from './recipes/service.js'
 import { recipeWireSchemas } from './recipes/schema.js'
 import aiRoutes from './routes/ai.js'
+import chatRoutes from './routes/chat.js'
 import healthRoutes from './routes/health.js'
 import recipeRoutes from './routes/recipes.js'
 import runRoutes from './routes/runs.js'
@@ -66,6 +68,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'recipes', description: 'Save, version, validate and explain reconciliation recipes' },
         { name: 'runs', description: 'Run recipes as background jobs; page and export their results' },
         { name: 'ai', description: 'Stateless reasoning tools: mappings, filters, proposals, rules, recipes' },
+        { name: 'chat', description: 'The chat agent: turns, sessions, events, phases' },
         { name: 'ops', description: 'Health and readiness' },
       ],
     },
@@ -80,12 +83,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(recipes)
   await app.register(runs)
   await app.register(ai)
+  await app.register(chat)
 
   await app.register(healthRoutes)
   await app.register(sourceRoutes)
   await app.register(recipeRoutes)
   await app.register(runRoutes)
   await app.register(aiRoutes)
+  await app.register(chatRoutes)
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   return app
 }

@@ -30,11 +30,13 @@ const ConfigSchema = Type.Object({
   ANTHROPIC_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
   /** The Messages API base URL (without /v1), e.g. a proxy. */
   ANTHROPIC_BASE_URL: Type.Optional(Type.String({ minLength: 1 })),
-  ANTHROPIC_MODEL: Type.String({ default: 'claude-sonnet-4-5' }),
+  ANTHROPIC_MODEL: Type.String({ default: 'claude-sonnet-5' }),
   /** How long one model call may take. */
   AI_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 60_000 }),
   /** Retries of a model call answered 408/429/5xx (with backoff), before it counts as failed. */
   AI_MAX_RETRIES: Type.Integer({ minimum: 0, maximum: 10, default: 2 }),
+  /** Model calls the chat agent may make in one turn before it stops and says so. */
+  AGENT_LOOP_LIMIT: Type.Integer({ minimum: 1, maximum: 100, default: 12 }),
   /** Runs executed at the same time (each in its own worker thread); the rest wait in a queue. */
   RUN_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
 })
@@ -60,6 +62,7 @@ export interface Config {
   anthropicModel: string
   aiTimeoutMs: number
   aiMaxRetries: number
+  agentLoopLimit: number
 }
 
 /** Reads the configuration from `env`; throws one readable error listing every bad variable. */
@@ -94,6 +97,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     anthropicModel: c.ANTHROPIC_MODEL,
     aiTimeoutMs: c.AI_TIMEOUT_MS,
     aiMaxRetries: c.AI_MAX_RETRIES,
+    agentLoopLimit: c.AGENT_LOOP_LIMIT,
   }
 }
 

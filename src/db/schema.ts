@@ -53,11 +53,72 @@ export interface RunsTable {
   finished_at: ColumnType<Date | null, Date | null, Date | null>
 }
 
+export interface SessionsTable {
+  id: string
+  phase: string
+  status: string
+  left_alias: string | null
+  right_alias: string | null
+  sources_list: unknown
+  schema_left: unknown
+  schema_right: unknown
+  scope_left: unknown
+  scope_right: unknown
+  sample_left: unknown
+  sample_right: unknown
+  proposals: unknown
+  confirmed_pairs: unknown
+  rules: unknown
+  recipe_draft: unknown
+  validation: unknown
+  validation_approved: boolean
+  last_run: unknown
+  artifacts: unknown
+  /** The snapshot the session is at (undo/redo move it). */
+  snapshot: ColumnType<number, number | undefined, number>
+  busy_until: Date | null
+  created_at: ColumnType<Date, never, never>
+  updated_at: ColumnType<Date, never, Date>
+}
+
+export interface SessionMessagesTable {
+  session_id: string
+  seq: number
+  role: string
+  /** Messages API content blocks. */
+  content: JSONColumnType<unknown[], string, never>
+  created_at: ColumnType<Date, never, never>
+}
+
+export interface SessionEventsTable {
+  session_id: string
+  seq: number
+  turn: number
+  type: string
+  reason: string | null
+  phase: string
+  tool: string | null
+  detail: JSONColumnType<object | null, string | null, never>
+  created_at: ColumnType<Date, never, never>
+}
+
+export interface SessionSnapshotsTable {
+  session_id: string
+  seq: number
+  state: JSONColumnType<Record<string, unknown>, string, never>
+  messages: number
+  created_at: ColumnType<Date, never, never>
+}
+
 export interface Database {
   sources: SourcesTable
   recipes: RecipesTable
   recipe_versions: RecipeVersionsTable
   runs: RunsTable
+  sessions: SessionsTable
+  session_messages: SessionMessagesTable
+  session_events: SessionEventsTable
+  session_snapshots: SessionSnapshotsTable
 }
 
 export type SourceRow = Selectable<SourcesTable>

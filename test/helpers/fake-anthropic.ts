@@ -16,8 +16,27 @@ export interface ScriptedReply {
 
 export interface FakeAnthropic {
   baseURL: string
-  requests: { system?: string; messages: { role: string; content: unknown }[]; model: string }[]
+  requests: {
+    system?: string
+    messages: { role: string; content: unknown }[]
+    model: string
+    tools?: { name: string; description: string; input_schema: unknown }[]
+  }[]
   script(...replies: ScriptedReply[]): void
+}
+
+/** An assistant message calling tools: [name, input] pairs, ids made up. */
+export function toolCalls(...calls: [string, unknown][]) {
+  return {
+    ...messageWithText(''),
+    content: calls.map(([name, input]) => ({
+      type: 'tool_use',
+      id: `toolu_${Math.random().toString(36).slice(2, 12)}`,
+      name,
+      input,
+    })),
+    stop_reason: 'tool_use',
+  }
 }
 
 export function messageWithText(text: string) {

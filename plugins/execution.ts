@@ -1,0 +1,16 @@
+// Phase 7, execution: the approved recipe runs on the full scopes. Terminal.
+
+import type { PhaseConfig } from '../src/orchestrator/phases.js'
+
+export default {
+  name: 'execution',
+  tools: ['run_full', 'run_sample'],
+  instructions:
+    'Run the approved recipe on the full scopes with run_full and report the outcome: matches per pass, unmatched on each side, amounts. Offer to run again with run_sample or run_full if the user asks.',
+  prerequisites: { sessionFields: ['recipe_draft', 'validation_approved'] },
+  contextInjections: ['recipe_draft', 'last_run', 'artifacts'],
+  advancesWhen: () => false,
+  back: ['scoping', 'demonstration', 'inference', 'validation'],
+  owns: ['last_run'],
+  errorPolicy: { maxRetriesPerTool: 2, onExhausted: 'remove_tool' },
+} satisfies PhaseConfig
