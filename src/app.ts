@@ -11,12 +11,14 @@ import type { ServiceDatabase } from './db/connect.js'
 import dbPlugin from './db/plugin.js'
 import { ConcordError } from './errors.js'
 import ai from './ai/service.js'
+import auth from './auth/plugin.js'
 import chat from './orchestrator/service.js'
 import recipes from './recipes/service.js'
 import { recipeWireSchemas } from './recipes/schema.js'
 import aiRoutes from './routes/ai.js'
 import chatRoutes from './routes/chat.js'
 import healthRoutes from './routes/health.js'
+import keyRoutes from './routes/keys.js'
 import recipeRoutes from './routes/recipes.js'
 import runRoutes from './routes/runs.js'
 import { runWireSchemas } from './runs/schema.js'
@@ -63,12 +65,19 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         version: '0.1.0',
         description: 'Reconciliation service: match the records of two sources and explain every match and every miss.',
       },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'http', scheme: 'bearer', description: 'an API key: Authorization: Bearer <key>' },
+        },
+      },
+      security: [{ apiKey: [] }],
       tags: [
         { name: 'sources', description: 'Register sources and load scoped tables' },
         { name: 'recipes', description: 'Save, version, validate and explain reconciliation recipes' },
         { name: 'runs', description: 'Run recipes as background jobs; page and export their results' },
         { name: 'ai', description: 'Stateless reasoning tools: mappings, filters, proposals, rules, recipes' },
         { name: 'chat', description: 'The chat agent: turns, sessions, events, phases' },
+        { name: 'access', description: 'API keys and workspaces' },
         { name: 'ops', description: 'Health and readiness' },
       ],
     },
@@ -78,6 +87,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(multipart, { limits: { fileSize: opts.config.maxUploadBytes, files: 1, fields: 10 } })
 
   await app.register(dbPlugin, { database: opts.database })
+  await app.register(auth)
   await app.register(connectors)
   await app.register(sources)
   await app.register(recipes)
@@ -91,6 +101,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(runRoutes)
   await app.register(aiRoutes)
   await app.register(chatRoutes)
+  await app.register(keyRoutes)
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   return app
 }

@@ -22,6 +22,8 @@ const ConfigSchema = Type.Object({
   SOURCE_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 300_000 }),
   /** Connections per PostgreSQL source database. */
   SOURCE_POOL_MAX: Type.Integer({ minimum: 1, default: 4 }),
+  /** The bootstrap admin key (default workspace, may create workspaces). Without it and without keys: open mode, loopback only. */
+  CONCORD_ADMIN_KEY: Type.Optional(Type.String({ minLength: 16 })),
   /** Which implementation of the reasoning tools answers: auto = Claude when a key is set, else deterministic. */
   AI_MODE: Type.Union(
     ['auto', 'deterministic', 'llm'].map((m) => Type.Literal(m)),
@@ -63,6 +65,7 @@ export interface Config {
   aiTimeoutMs: number
   aiMaxRetries: number
   agentLoopLimit: number
+  adminKey?: string
 }
 
 /** Reads the configuration from `env`; throws one readable error listing every bad variable. */
@@ -98,6 +101,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     aiTimeoutMs: c.AI_TIMEOUT_MS,
     aiMaxRetries: c.AI_MAX_RETRIES,
     agentLoopLimit: c.AGENT_LOOP_LIMIT,
+    adminKey: c.CONCORD_ADMIN_KEY,
   }
 }
 

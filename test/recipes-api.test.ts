@@ -189,7 +189,7 @@ t.test('explain shows hash keys, bands, residuals and phases', async (t) => {
 
 t.test('execute runs a recipe on the loaded scopes (sample) or on its own scopes (full)', async (t) => {
   const { app } = await withSources(t)
-  const err = await app.recipes.execute(recipe, 'sample').catch((e: Error) => e)
+  const err = await app.recipes.execute('default', recipe, 'sample').catch((e: Error) => e)
   t.match(err, { code: 'scope_not_loaded', status: 409 })
 
   const loaded = await app.inject({
@@ -199,10 +199,10 @@ t.test('execute runs a recipe on the loaded scopes (sample) or on its own scopes
   })
   t.equal(loaded.json().total_rows, 1)
   await app.inject({ method: 'POST', url: '/api/sources/invoices/load-scoped', payload: {} })
-  const sample = await app.recipes.execute(recipe, 'sample')
+  const sample = await app.recipes.execute('default', recipe, 'sample')
   t.same([sample.summary.left.rows, sample.summary.matches, sample.summary.right.unmatched], [1, 1, 1])
 
-  const full = await app.recipes.execute(recipe, 'full', { version: 3 })
+  const full = await app.recipes.execute('default', recipe, 'full', { version: 3 })
   t.match(full.summary, {
     status: 'completed',
     recipe_version: 3,
@@ -210,5 +210,5 @@ t.test('execute runs a recipe on the loaded scopes (sample) or on its own scopes
     left: { rows: 2, matched: 2, amount: '150.50' },
     right: { rows: 2, matched: 2, amount: '150.49' },
   })
-  t.equal(app.engine.get('bank')?.table.length, 1, 'a full run leaves the loaded scope as it was')
+  t.equal(app.sources.engine('default').get('bank')?.table.length, 1, 'a full run leaves the loaded scope as it was')
 })

@@ -301,6 +301,7 @@ t.test('a restart mid-run leaves the run interrupted, with no partial results', 
     .insertInto('runs')
     .values({
       id: 'crashed',
+      workspace_id: 'default',
       recipe: JSON.stringify(bigRecipe),
       mode: 'full',
       engine: 'memory',

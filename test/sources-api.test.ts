@@ -67,7 +67,7 @@ t.test('register, describe, preview, scope and delete a JSON file source', async
     ['A1', 'A2'],
   )
   t.equal(body.native_query.language, 'engine')
-  t.equal(app.engine.get('inv')?.table.length, 2, 'the scoped table stays registered in the engine')
+  t.equal(app.sources.engine('default').get('inv')?.table.length, 2, 'the scoped table stays registered in the engine')
 
   const limited = await app.inject({
     method: 'POST',
@@ -78,7 +78,7 @@ t.test('register, describe, preview, scope and delete a JSON file source', async
 
   const del = await app.inject({ method: 'DELETE', url: '/api/sources/inv' })
   t.equal(del.statusCode, 204)
-  t.equal(app.engine.get('inv'), undefined, 'deleting a source drops its scoped table')
+  t.equal(app.sources.engine('default').get('inv'), undefined, 'deleting a source drops its scoped table')
   const gone = await app.inject({ method: 'GET', url: '/api/sources/inv' })
   t.equal(gone.statusCode, 404)
   t.equal(gone.json().error, 'source_not_found')
@@ -150,7 +150,7 @@ t.test('errors are coded replies and change nothing', async (t) => {
   t.equal(badOp.json().error, 'invalid_filter')
   const badShape = await load({ conditions: [{ column: 'amount', op: 'eq', value: 1, extra: true }] })
   t.equal(badShape.json().error, 'invalid_request', 'unknown fields are refused, not dropped')
-  t.equal(app.engine.get('inv'), undefined, 'failed loads register nothing')
+  t.equal(app.sources.engine('default').get('inv'), undefined, 'failed loads register nothing')
 
   const ok = await load({ conditions: [{ column: 'id', op: 'eq', value: "A1' OR '1'='1" }] })
   t.equal(ok.json().total_rows, 0, 'a quoted value is a value')

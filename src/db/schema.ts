@@ -7,6 +7,7 @@ import type { Recipe } from '../recipes/schema.js'
 import type { JobProgress } from '../runs/job.js'
 
 export interface SourcesTable {
+  workspace_id: ColumnType<string, string, never>
   alias: string
   type: string
   /** The connector's config, as prepared. Redacted before it leaves the service. */
@@ -17,6 +18,7 @@ export interface SourcesTable {
 
 export interface RecipesTable {
   id: string
+  workspace_id: ColumnType<string, string, never>
   name: string
   latest_version: number
   created_at: ColumnType<Date, never, never>
@@ -35,6 +37,7 @@ export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancell
 
 export interface RunsTable {
   id: string
+  workspace_id: ColumnType<string, string, never>
   recipe_id: string | null
   recipe_version: number | null
   /** The recipe as it ran, parameters applied. */
@@ -55,6 +58,7 @@ export interface RunsTable {
 
 export interface SessionsTable {
   id: string
+  workspace_id: ColumnType<string, string, never>
   phase: string
   status: string
   left_alias: string | null
@@ -110,6 +114,26 @@ export interface SessionSnapshotsTable {
   created_at: ColumnType<Date, never, never>
 }
 
+export interface WorkspacesTable {
+  id: string
+  name: string
+  created_at: ColumnType<Date, never, never>
+}
+
+export type Role = 'viewer' | 'operator' | 'admin'
+
+export interface ApiKeysTable {
+  id: string
+  workspace_id: string
+  name: string
+  role: Role
+  key_hash: string
+  prefix: string
+  created_at: ColumnType<Date, never, never>
+  last_used_at: Date | null
+  revoked_at: Date | null
+}
+
 export interface Database {
   sources: SourcesTable
   recipes: RecipesTable
@@ -119,6 +143,8 @@ export interface Database {
   session_messages: SessionMessagesTable
   session_events: SessionEventsTable
   session_snapshots: SessionSnapshotsTable
+  workspaces: WorkspacesTable
+  api_keys: ApiKeysTable
 }
 
 export type SourceRow = Selectable<SourcesTable>

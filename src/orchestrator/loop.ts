@@ -33,6 +33,8 @@ export type Segment = { type: 'text'; text: string } | { type: 'card'; card: Car
 
 export interface TurnContext {
   app: FastifyInstance
+  /** The workspace the session belongs to: its tools act there. */
+  workspace: string
   phases: PhaseRegistry
   client: Anthropic
   model: string
@@ -266,7 +268,7 @@ async function dispatch(
   event('tool_call', undefined, { input })
   let outcome
   try {
-    outcome = await tool.run(ctx.app, session, input)
+    outcome = await tool.run(ctx.app, ctx.workspace, session, input)
   } catch (err) {
     if (err instanceof InvalidState) throw err
     const e = err instanceof ConcordError ? err : new ConcordError('tool_failed', (err as Error).message, 500)

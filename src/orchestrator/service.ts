@@ -62,7 +62,7 @@ export class ChatService {
     this.feed.setMaxListeners(0)
   }
 
-  async chat(request: ChatRequest): Promise<ChatReply> {
+  async chat(ws: string, request: ChatRequest): Promise<ChatReply> {
     if (!this.model)
       throw new ConcordError(
         'model_not_configured',
@@ -72,7 +72,7 @@ export class ChatService {
       )
     if (!request.message?.trim() && !request.card_response)
       throw new ConcordError('invalid_request', 'send a message or a card_response', 400)
-    const session = request.session_id ? await this.store.state(request.session_id) : await this.store.create()
+    const session = request.session_id ? await this.store.state(ws, request.session_id) : await this.store.create(ws)
     if (!(await this.store.acquire(session.id)))
       throw new ConcordError(
         'session_busy',
@@ -95,6 +95,7 @@ export class ChatService {
         segments = await runTurn(
           {
             app: this.app,
+            workspace: ws,
             phases: this.phases,
             client: this.client,
             model: this.model.model,
@@ -145,13 +146,13 @@ export class ChatService {
     this.feed.emit(`events:${id}`)
   }
 
-  async session(id: string): Promise<SessionState & { snapshot: number }> {
-    return this.store.state(id)
+  async session(ws: string, id: string): Promise<SessionState & { snapshot: number }> {
+    return this.store.state(ws, id)
   }
 
   /** The exact system prompt and tools the next model call of a session would get. */
-  async prompt(id: string) {
-    const session = await this.store.state(id)
+  async prompt(ws: string, id: string) {
+    const session = await this.store.state(ws, id)
     checkPrerequisites(this.phases, session)
     const phase = this.phases.get(session.phase)
     return {
@@ -165,19 +166,20 @@ export class ChatService {
     }
   }
 
-  async undo(id: string) {
-    return this.step(id, -1)
+  async undo(ws: string, id: string) {
+    return this.step(ws, id, -1)
   }
 
-  async redo(id: string) {
-    return this.step(id, 1)
+  async redo(ws: string, id: string) {
+    return this.step(ws, id, 1)
   }
 
-  private async step(id: string, step: -1 | 1) {
+  private async step(ws: string, id: string, step: -1 | 1) {
+    await this.store.state(ws, id)
     if (!(await this.store.acquire(id)))
       throw new ConcordError('session_busy', 'this session is in the middle of a turn', 409, 'wait for it to finish')
     try {
-      const state = await this.store.move(id, step)
+      const state = await this.store.move(ws, id, step)
       if (!state)
         throw new ConcordError(
           step < 0 ? 'nothing_to_undo' : 'nothing_to_redo',
@@ -192,8 +194,8 @@ export class ChatService {
     }
   }
 
-  events(id: string, after?: number): Promise<StoredEvent[]> {
-    return this.store.events(id, after)
+  events(ws: string, id: string, after?: number): Promise<StoredEvent[]> {
+    return this.store.events(ws, id, after)
   }
 
   phaseList() {

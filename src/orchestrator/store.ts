@@ -57,12 +57,12 @@ export interface StoredEvent extends TurnEvent {
 export class SessionStore {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async create(): Promise<SessionState & { snapshot: number }> {
+  async create(ws: string): Promise<SessionState & { snapshot: number }> {
     const state = newSession(randomUUID())
     await this.db.transaction().execute(async (tx) => {
       await tx
         .insertInto('sessions')
-        .values({ id: state.id, ...toRow(state) } as never)
+        .values({ id: state.id, workspace_id: ws, ...toRow(state) } as never)
         .execute()
       await tx
         .insertInto('session_snapshots')
@@ -72,8 +72,13 @@ export class SessionStore {
     return { ...state, snapshot: 0 }
   }
 
-  async state(id: string): Promise<SessionState & { snapshot: number }> {
-    const row = await this.db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirst()
+  async state(ws: string, id: string): Promise<SessionState & { snapshot: number }> {
+    const row = await this.db
+      .selectFrom('sessions')
+      .selectAll()
+      .where('workspace_id', '=', ws)
+      .where('id', '=', id)
+      .executeTakeFirst()
     if (!row) throw notFound('session', id, 'POST /api/chat without a session_id starts one')
     return { ...fromRow(row as unknown as Record<string, unknown>), snapshot: row.snapshot }
   }
@@ -178,8 +183,8 @@ export class SessionStore {
       .execute()
   }
 
-  async events(id: string, after = -1): Promise<StoredEvent[]> {
-    await this.state(id)
+  async events(ws: string, id: string, after = -1): Promise<StoredEvent[]> {
+    await this.state(ws, id)
     const rows = await this.db
       .selectFrom('session_events')
       .selectAll()
@@ -200,8 +205,8 @@ export class SessionStore {
   }
 
   /** Moves the cursor one snapshot back (undo) or forward (redo); returns the restored state. */
-  async move(id: string, step: -1 | 1): Promise<(SessionState & { snapshot: number }) | null> {
-    const current = await this.state(id)
+  async move(ws: string, id: string, step: -1 | 1): Promise<(SessionState & { snapshot: number }) | null> {
+    const current = await this.state(ws, id)
     const target = current.snapshot + step
     const snap = await this.db
       .selectFrom('session_snapshots')

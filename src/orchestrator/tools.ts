@@ -36,7 +36,7 @@ export interface AgentTool {
   aliases?: Record<string, string>
   /** A successful call changes the session: identical calls after it are not duplicates. */
   changesState: boolean
-  run(app: FastifyInstance, session: SessionState, input: Record<string, unknown>): Promise<ToolOutcome>
+  run(app: FastifyInstance, ws: string, session: SessionState, input: Record<string, unknown>): Promise<ToolOutcome>
 }
 
 const Condition = Type.Object({
@@ -67,19 +67,20 @@ function requireSide(s: SessionState, alias: string): 'left' | 'right' {
 
 async function waitForRun(
   app: FastifyInstance,
+  ws: string,
   id: string,
 ): Promise<{ status: string; summary: RunSummary | null; error: unknown }> {
   for (;;) {
-    const run = await app.runs.get(id)
+    const run = await app.runs.get(ws, id)
     if (!['queued', 'running'].includes(run.status)) return run
     await new Promise((r) => setTimeout(r, 50))
   }
 }
 
-async function run(app: FastifyInstance, s: SessionState, mode: 'sample' | 'full'): Promise<ToolOutcome> {
+async function run(app: FastifyInstance, ws: string, s: SessionState, mode: 'sample' | 'full'): Promise<ToolOutcome> {
   if (!s.recipe_draft) throw new ConcordError('no_recipe', 'there is no recipe draft yet', 400, 'build one first')
-  const started = await app.runs.start({ recipe: s.recipe_draft, mode })
-  const done = await waitForRun(app, started.id)
+  const started = await app.runs.start(ws, { recipe: s.recipe_draft, mode })
+  const done = await waitForRun(app, ws, started.id)
   if (done.status !== 'completed' || !done.summary)
     throw new ConcordError('run_failed', `the ${mode} run ${done.status}: ${JSON.stringify(done.error)}`, 400)
   const sm = done.summary
@@ -106,8 +107,8 @@ async function run(app: FastifyInstance, s: SessionState, mode: 'sample' | 'full
   }
 }
 
-function sampleSummary(alias: string, sample: Sample, app: FastifyInstance): string {
-  const table = app.engine.get(alias)?.table
+function sampleSummary(alias: string, sample: Sample, app: FastifyInstance, ws: string): string {
+  const table = app.sources.engine(ws).get(alias)?.table
   const parts = [`${alias}: ${sample.total_rows} rows in scope`]
   if (table) {
     const cols = describeTable(table)
@@ -131,8 +132,8 @@ export const AGENT_TOOLS: AgentTool[] = [
     description: 'The registered sources: alias, type and number of columns.',
     input: Type.Object({}),
     changesState: false,
-    async run(app) {
-      const sources = (await app.sources.list()).map((s) => ({
+    async run(app, ws) {
+      const sources = (await app.sources.list(ws)).map((s) => ({
         alias: s.alias,
         type: s.type,
         columns: s.columns.length,
@@ -151,9 +152,9 @@ export const AGENT_TOOLS: AgentTool[] = [
     }),
     aliases: { source: 'alias', name: 'alias', rows: 'limit' },
     changesState: true,
-    async run(app, s, input) {
+    async run(app, ws, s, input) {
       const alias = String(input.alias)
-      const preview = await app.sources.preview(alias, Number(input.limit ?? 10))
+      const preview = await app.sources.preview(ws, alias, Number(input.limit ?? 10))
       const known = sideOf(s, alias)
       const side =
         (input.side as 'left' | 'right' | undefined) ??
@@ -185,11 +186,11 @@ export const AGENT_TOOLS: AgentTool[] = [
     }),
     aliases: { source: 'alias', filters: 'conditions', where: 'conditions' },
     changesState: true,
-    async run(app, s, input) {
+    async run(app, ws, s, input) {
       const alias = String(input.alias)
       const side = requireSide(s, alias)
       const conditions = input.conditions as FilterCondition[]
-      const loaded = await app.sources.loadScoped(alias, {
+      const loaded = await app.sources.loadScoped(ws, alias, {
         conditions,
         limit: input.limit as number | undefined,
         preview: 20,
@@ -214,7 +215,7 @@ export const AGENT_TOOLS: AgentTool[] = [
         // a new scope after the samples were in use: examples and rules made on the old one go
         back: changed && !['greeting', 'intent', 'scoping'].includes(s.phase) ? 'scoping' : undefined,
         card: { type: 'sample', data: { alias, side, total_rows: loaded.total_rows, rows: loaded.rows.slice(0, 20) } },
-        artifact: { kind: 'sample', summary: sampleSummary(alias, sample, app) },
+        artifact: { kind: 'sample', summary: sampleSummary(alias, sample, app, ws) },
       }
     },
   },
@@ -224,7 +225,7 @@ export const AGENT_TOOLS: AgentTool[] = [
       'Proposes likely matching pairs from the two samples, shown to the user as cards to confirm or reject.',
     input: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 20, default: 5 })) }),
     changesState: true,
-    async run(app, s, input) {
+    async run(app, _ws, s, input) {
       if (!s.sample_left || !s.sample_right) throw new ConcordError('no_samples', 'load both scoped samples first', 400)
       const answer = await app.ai.run('propose_match', {
         rows_a: s.sample_left.rows,
@@ -250,7 +251,7 @@ export const AGENT_TOOLS: AgentTool[] = [
     description: 'Infers the matching rules, record keys and pattern from the confirmed pairs.',
     input: Type.Object({}),
     changesState: true,
-    async run(app, s) {
+    async run(app, _ws, s) {
       if (!s.schema_left || !s.schema_right || !s.sample_left || !s.sample_right)
         throw new ConcordError('no_samples', 'load both scoped samples first', 400)
       const pairs = s.confirmed_pairs
@@ -302,7 +303,7 @@ export const AGENT_TOOLS: AgentTool[] = [
       name: Type.Optional(Type.String()),
     }),
     changesState: true,
-    async run(app, s, input) {
+    async run(app, ws, s, input) {
       const inferred = s.rules
       const rules = (input.rules as NonNullable<SessionState['rules']>['rules'] | undefined) ?? inferred?.rules
       if (!rules?.length || !inferred)
@@ -320,7 +321,7 @@ export const AGENT_TOOLS: AgentTool[] = [
         scope,
       })
       const { recipe, explanation } = answer.result as { recipe: Recipe; explanation: string }
-      const report = await app.recipes.validate(recipe)
+      const report = await app.recipes.validate(ws, recipe)
       if (!report.valid)
         throw new ConcordError(
           'invalid_recipe',
@@ -345,9 +346,9 @@ export const AGENT_TOOLS: AgentTool[] = [
     description: 'Checks the recipe draft against the sources; the result is shown to the user with an approve button.',
     input: Type.Object({}),
     changesState: true,
-    async run(app, s) {
+    async run(app, ws, s) {
       if (!s.recipe_draft) throw new ConcordError('no_recipe', 'there is no recipe draft yet', 400)
-      const report = await app.recipes.validate(s.recipe_draft)
+      const report = await app.recipes.validate(ws, s.recipe_draft)
       return { result: report, patch: { validation: report }, card: { type: 'validation', data: report } }
     },
   },
@@ -356,14 +357,14 @@ export const AGENT_TOOLS: AgentTool[] = [
     description: 'Runs the recipe draft on the scoped samples and reports matched and unmatched counts.',
     input: Type.Object({}),
     changesState: true,
-    run: (app, s) => run(app, s, 'sample'),
+    run: (app, ws, s) => run(app, ws, s, 'sample'),
   },
   {
     name: 'run_full',
     description: 'Runs the approved recipe on the full scopes and reports the outcome.',
     input: Type.Object({}),
     changesState: true,
-    run: (app, s) => run(app, s, 'full'),
+    run: (app, ws, s) => run(app, ws, s, 'full'),
   },
 ]
 

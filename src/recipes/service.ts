@@ -44,8 +44,8 @@ export class RecipesService {
   ) {}
 
   /** The column schemas of the recipe's two sources, or issues naming the sources that do not exist. */
-  async schemasOf(recipe: Recipe): Promise<{ schemas?: Schemas; issues: ValidationIssue[] }> {
-    const known = await this.sources.list()
+  async schemasOf(ws: string, recipe: Recipe): Promise<{ schemas?: Schemas; issues: ValidationIssue[] }> {
+    const known = await this.sources.list(ws)
     const issues: ValidationIssue[] = []
     const columns = (side: 'left' | 'right') => {
       const alias = recipe[side].source
@@ -70,18 +70,18 @@ export class RecipesService {
     return l && r ? { schemas: { l, r }, issues } : { issues }
   }
 
-  async validate(input: unknown): Promise<ValidationReport> {
+  async validate(ws: string, input: unknown): Promise<ValidationReport> {
     const structural = structuralIssues(input, { FilterCondition: FilterConditionSchema })
     if (structural.length) return report(structural)
     const recipe = input as Recipe
-    const { schemas, issues } = await this.schemasOf(recipe)
+    const { schemas, issues } = await this.schemasOf(ws, recipe)
     if (!schemas) return report(issues)
     return validateRecipe(recipe, schemas)
   }
 
   /** Validates, or throws `invalid_recipe` (400) carrying every issue. */
-  async checked(input: unknown): Promise<{ recipe: Recipe; schemas: Schemas }> {
-    const result = await this.validate(input)
+  async checked(ws: string, input: unknown): Promise<{ recipe: Recipe; schemas: Schemas }> {
+    const result = await this.validate(ws, input)
     if (!result.valid) {
       const first = result.issues[0]
       throw new ConcordError(
@@ -93,7 +93,7 @@ export class RecipesService {
       )
     }
     const recipe = input as Recipe
-    const { schemas } = await this.schemasOf(recipe)
+    const { schemas } = await this.schemasOf(ws, recipe)
     return { recipe, schemas: schemas! }
   }
 
@@ -102,11 +102,16 @@ export class RecipesService {
    * (POST /api/sources/:alias/load-scoped); `full`: each side's source loaded with the recipe's
    * own scope, into a scratch context (the engine's scoped tables are left as they were).
    */
-  async sides(recipe: Recipe, mode: 'sample' | 'full', signal?: AbortSignal): Promise<{ left: Table; right: Table }> {
+  async sides(
+    ws: string,
+    recipe: Recipe,
+    mode: 'sample' | 'full',
+    signal?: AbortSignal,
+  ): Promise<{ left: Table; right: Table }> {
     const load = async (side: 'left' | 'right'): Promise<Table> => {
       const { source: alias, scope = [] } = recipe[side]
       if (mode === 'sample') {
-        const scoped = this.sources.engine.get(alias)
+        const scoped = this.sources.engine(ws).get(alias)
         if (!scoped)
           throw new ConcordError(
             'scope_not_loaded',
@@ -116,7 +121,7 @@ export class RecipesService {
           )
         return scoped.table
       }
-      const source = await this.sources.source(alias)
+      const source = await this.sources.source(ws, alias)
       const scoped = await this.sources
         .connector(source.type)
         .registerScoped(new EngineContext(), alias, source, scope, { signal })
@@ -127,38 +132,39 @@ export class RecipesService {
 
   /** Validates a recipe, loads its sides and runs it in the engine: the entry point runs build on. */
   async execute(
+    ws: string,
     input: unknown,
     mode: 'sample' | 'full',
     opts: RunOptions & { version?: number } = {},
   ): Promise<RunResult> {
-    const { recipe } = await this.checked(input)
-    const { left, right } = await this.sides(recipe, mode, opts.signal)
+    const { recipe } = await this.checked(ws, input)
+    const { left, right } = await this.sides(ws, recipe, mode, opts.signal)
     return reconcile(recipe, left, right, opts)
   }
 
-  async explain(input: unknown): Promise<ExplainReply> {
-    const { recipe, schemas } = await this.checked(input)
+  async explain(ws: string, input: unknown): Promise<ExplainReply> {
+    const { recipe, schemas } = await this.checked(ws, input)
     return explainRecipe(recipe, schemas)
   }
 
-  async create(input: unknown): Promise<RecipeView> {
-    const { recipe } = await this.checked(input)
+  async create(ws: string, input: unknown): Promise<RecipeView> {
+    const { recipe } = await this.checked(ws, input)
     const id = randomUUID()
     await this.db.transaction().execute(async (tx) => {
-      await tx.insertInto('recipes').values({ id, name: recipe.name, latest_version: 1 }).execute()
+      await tx.insertInto('recipes').values({ id, workspace_id: ws, name: recipe.name, latest_version: 1 }).execute()
       await tx
         .insertInto('recipe_versions')
         .values({ recipe_id: id, version: 1, body: JSON.stringify({ ...recipe, version: 1 }) })
         .execute()
     })
     this.log.info({ recipe_id: id, name: recipe.name }, 'recipe created')
-    return this.get(id)
+    return this.get(ws, id)
   }
 
   /** A new version of an existing recipe; the earlier versions stay as they were. */
-  async update(id: string, input: unknown): Promise<RecipeView> {
-    await this.row(id)
-    const { recipe } = await this.checked(input)
+  async update(ws: string, id: string, input: unknown): Promise<RecipeView> {
+    await this.row(ws, id)
+    const { recipe } = await this.checked(ws, input)
     const version = await this.db.transaction().execute(async (tx) => {
       // the row lock makes concurrent updates take consecutive versions
       const current = await tx
@@ -180,11 +186,17 @@ export class RecipesService {
       return next
     })
     this.log.info({ recipe_id: id, version }, 'recipe updated')
-    return this.get(id, version)
+    return this.get(ws, id, version)
   }
 
-  async list(): Promise<RecipeListItem[]> {
-    const rows = await this.db.selectFrom('recipes').selectAll().orderBy('name').orderBy('created_at').execute()
+  async list(ws: string): Promise<RecipeListItem[]> {
+    const rows = await this.db
+      .selectFrom('recipes')
+      .selectAll()
+      .where('workspace_id', '=', ws)
+      .orderBy('name')
+      .orderBy('created_at')
+      .execute()
     return rows.map((r) => ({
       id: r.id,
       name: r.name,
@@ -194,8 +206,8 @@ export class RecipesService {
     }))
   }
 
-  async get(id: string, version?: number): Promise<RecipeView> {
-    const row = await this.row(id)
+  async get(ws: string, id: string, version?: number): Promise<RecipeView> {
+    const row = await this.row(ws, id)
     const v = version ?? row.latest_version
     const body = await this.db
       .selectFrom('recipe_versions')
@@ -222,14 +234,19 @@ export class RecipesService {
     }
   }
 
-  async remove(id: string): Promise<void> {
-    await this.row(id)
+  async remove(ws: string, id: string): Promise<void> {
+    await this.row(ws, id)
     await this.db.deleteFrom('recipes').where('id', '=', id).execute()
     this.log.info({ recipe_id: id }, 'recipe deleted')
   }
 
-  private async row(id: string): Promise<RecipeRow> {
-    const row = await this.db.selectFrom('recipes').selectAll().where('id', '=', id).executeTakeFirst()
+  private async row(ws: string, id: string): Promise<RecipeRow> {
+    const row = await this.db
+      .selectFrom('recipes')
+      .selectAll()
+      .where('workspace_id', '=', ws)
+      .where('id', '=', id)
+      .executeTakeFirst()
     if (!row) throw notFound('recipe', id, 'GET /api/recipes lists the saved recipes')
     return row
   }

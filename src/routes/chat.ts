@@ -57,7 +57,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
     },
-    async (request) => app.chat.chat(request.body as ChatRequest),
+    async (request) => app.chat.chat(request.principal.workspace, request.body as ChatRequest),
   )
 
   app.get(
@@ -70,7 +70,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Session, ...errors },
       },
     },
-    async (request) => app.chat.session(request.params.id),
+    async (request) => app.chat.session(request.principal.workspace, request.params.id),
   )
 
   for (const action of ['undo', 'redo'] as const) {
@@ -84,7 +84,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           response: { 200: Session, ...errors },
         },
       },
-      async (request) => app.chat[action](request.params.id),
+      async (request) => app.chat[action](request.principal.workspace, request.params.id),
     )
   }
 
@@ -101,7 +101,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
     },
-    async (request) => app.chat.prompt(request.params.id),
+    async (request) => app.chat.prompt(request.principal.workspace, request.params.id),
   )
 
   app.get(
@@ -118,7 +118,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const id = request.params.id
       let after = request.query.after ?? -1
-      const initial = await app.chat.events(id, after)
+      const ws = request.principal.workspace
+      const initial = await app.chat.events(ws, id, after)
       if (!request.headers.accept?.includes('text/event-stream')) return { events: initial }
       reply.hijack()
       const out = reply.raw
@@ -130,7 +131,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         }
       }
       send(initial)
-      const onEvents = () => void app.chat.events(id, after).then(send, () => {})
+      const onEvents = () => void app.chat.events(ws, id, after).then(send, () => {})
       app.chat.feed.on(`events:${id}`, onEvents)
       request.raw.on('close', () => app.chat.feed.off(`events:${id}`, onEvents))
     },

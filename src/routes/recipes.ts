@@ -24,7 +24,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 201: Type.Ref('RecipeView'), ...errors },
       },
     },
-    async (request, reply) => reply.code(201).send(await app.recipes.create(request.body)),
+    async (request, reply) => reply.code(201).send(await app.recipes.create(request.principal.workspace, request.body)),
   )
 
   app.put(
@@ -38,13 +38,13 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Ref('RecipeView'), ...errors },
       },
     },
-    async (request) => app.recipes.update(request.params.id, request.body),
+    async (request) => app.recipes.update(request.principal.workspace, request.params.id, request.body),
   )
 
   app.get(
     '/api/recipes',
     { schema: { tags: ['recipes'], summary: 'List recipes', response: { 200: Type.Ref('RecipeList') } } },
-    async () => ({ recipes: await app.recipes.list() }),
+    async (request) => ({ recipes: await app.recipes.list(request.principal.workspace) }),
   )
 
   app.get(
@@ -58,7 +58,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Ref('RecipeView'), ...errors },
       },
     },
-    async (request) => app.recipes.get(request.params.id, request.query.version),
+    async (request) => app.recipes.get(request.principal.workspace, request.params.id, request.query.version),
   )
 
   app.delete(
@@ -72,7 +72,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await app.recipes.remove(request.params.id)
+      await app.recipes.remove(request.principal.workspace, request.params.id)
       return reply.code(204).send(null)
     },
   )
@@ -86,8 +86,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         body: AnyRecipe,
         response: { 200: Type.Ref('ValidationReport') },
       },
+      config: { role: 'viewer' },
     },
-    async (request) => app.recipes.validate(request.body),
+    async (request) => app.recipes.validate(request.principal.workspace, request.body),
   )
 
   app.post(
@@ -99,8 +100,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         body: AnyRecipe,
         response: { 200: Type.Ref('ExplainReply'), ...errors },
       },
+      config: { role: 'viewer' },
     },
-    async (request) => app.recipes.explain(request.body),
+    async (request) => app.recipes.explain(request.principal.workspace, request.body),
   )
 }
 

@@ -24,7 +24,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 202: Type.Ref('RunView'), ...errors },
       },
     },
-    async (request, reply) => reply.code(202).send(await app.runs.start(request.body as StartRun)),
+    async (request, reply) =>
+      reply.code(202).send(await app.runs.start(request.principal.workspace, request.body as StartRun)),
   )
 
   app.get(
@@ -37,7 +38,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Ref('RunList') },
       },
     },
-    async (request) => app.runs.list(request.query.limit, request.query.offset),
+    async (request) => app.runs.list(request.principal.workspace, request.query.limit, request.query.offset),
   )
 
   app.get(
@@ -50,7 +51,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Ref('RunView'), ...errors },
       },
     },
-    async (request) => app.runs.get(request.params.id),
+    async (request) => app.runs.get(request.principal.workspace, request.params.id),
   )
 
   app.get(
@@ -70,7 +71,10 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { offset, limit, pass, ambiguous } = request.query
-      return matchesPage(await app.runs.completedDir(request.params.id), offset, limit, { pass, ambiguous })
+      return matchesPage(await app.runs.completedDir(request.principal.workspace, request.params.id), offset, limit, {
+        pass,
+        ambiguous,
+      })
     },
   )
 
@@ -91,7 +95,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
       async (request) => {
         const { offset, limit, failed_pass } = request.query
-        const dir = await app.runs.completedDir(request.params.id)
+        const dir = await app.runs.completedDir(request.principal.workspace, request.params.id)
         return unmatchedPage(dir, side, offset, limit, { failedPass: failed_pass })
       },
     )
@@ -116,7 +120,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { format, set } = request.query as { format: 'csv' | 'arrow'; set: ResultSet }
-      const dir = await app.runs.completedDir(request.params.id)
+      const dir = await app.runs.completedDir(request.principal.workspace, request.params.id)
       const name = `run-${request.params.id}-${set}.${format}`
       reply.header('content-disposition', `attachment; filename="${name}"`)
       if (format === 'arrow') return reply.type('application/vnd.apache.arrow.file').send(arrowExport(dir, set))
@@ -134,7 +138,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Ref('RunView'), ...errors },
       },
     },
-    async (request) => app.runs.cancel(request.params.id),
+    async (request) => app.runs.cancel(request.principal.workspace, request.params.id),
   )
 
   app.post(
@@ -147,7 +151,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 202: Type.Ref('RunView'), ...errors },
       },
     },
-    async (request, reply) => reply.code(202).send(await app.runs.retry(request.params.id)),
+    async (request, reply) =>
+      reply.code(202).send(await app.runs.retry(request.principal.workspace, request.params.id)),
   )
 
   app.delete(
@@ -161,7 +166,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await app.runs.remove(request.params.id)
+      await app.runs.remove(request.principal.workspace, request.params.id)
       return reply.code(204).send(null)
     },
   )

@@ -50,6 +50,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         body: RegisterBody,
         response: { 201: Type.Ref('Source'), 409: Type.Ref('ErrorReply'), 413: Type.Ref('ErrorReply'), ...errors },
       },
+      config: { role: 'admin' },
       // A multipart upload becomes a file in the data folder and a `path` before validation.
       preValidation: async (request) => {
         if (request.isMultipart())
@@ -60,7 +61,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       const { alias, type, ...config } = request.body
       const uploaded = (request as { uploadedFile?: string }).uploadedFile
       try {
-        const source = await app.sources.register({ alias, type, config })
+        const source = await app.sources.register(request.principal.workspace, { alias, type, config })
         return reply.code(201).send(source)
       } catch (err) {
         if (uploaded) await rm(uploaded, { force: true })
@@ -72,7 +73,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/api/sources',
     { schema: { tags: ['sources'], summary: 'List sources', response: { 200: Type.Ref('SourceList') } } },
-    async () => ({ sources: await app.sources.list() }),
+    async (request) => ({ sources: await app.sources.list(request.principal.workspace) }),
   )
 
   app.get(
@@ -85,7 +86,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Ref('Source'), ...errors },
       },
     },
-    async (request) => app.sources.get(request.params.alias),
+    async (request) => app.sources.get(request.principal.workspace, request.params.alias),
   )
 
   app.delete(
@@ -97,9 +98,10 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         params: AliasParams,
         response: { 204: Type.Null(), ...errors },
       },
+      config: { role: 'admin' },
     },
     async (request, reply) => {
-      await app.sources.remove(request.params.alias)
+      await app.sources.remove(request.principal.workspace, request.params.alias)
       return reply.code(204).send(null)
     },
   )
@@ -116,7 +118,12 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) =>
-      app.sources.preview(request.params.alias, request.query.limit, clientSignal(request, reply)),
+      app.sources.preview(
+        request.principal.workspace,
+        request.params.alias,
+        request.query.limit,
+        clientSignal(request, reply),
+      ),
   )
 
   app.post(
@@ -132,7 +139,12 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const body = request.body as { conditions?: []; limit?: number; preview?: number }
-      return app.sources.loadScoped(request.params.alias, body, clientSignal(request, reply))
+      return app.sources.loadScoped(
+        request.principal.workspace,
+        request.params.alias,
+        body,
+        clientSignal(request, reply),
+      )
     },
   )
 }

@@ -117,7 +117,7 @@ export class RunsService {
   }
 
   /** Validates the request, records the run as `queued` and schedules it. */
-  async start(body: StartRun, retryOf: string | null = null): Promise<RunView> {
+  async start(ws: string, body: StartRun, retryOf: string | null = null): Promise<RunView> {
     if ((body.recipe_id === undefined) === (body.recipe === undefined)) {
       throw new ConcordError(
         'invalid_request',
@@ -132,18 +132,18 @@ export class RunsService {
     let recipeId: string | null = null
     let version: number | null = null
     if (body.recipe_id !== undefined) {
-      const saved = await this.recipes.get(body.recipe_id, body.version)
+      const saved = await this.recipes.get(ws, body.recipe_id, body.version)
       recipe = saved.recipe
       recipeId = saved.id
       version = saved.version
     } else {
-      recipe = (await this.recipes.checked(body.recipe)).recipe
+      recipe = (await this.recipes.checked(ws, body.recipe)).recipe
     }
     const { recipe: applied, used } = applyParams(recipe, body.params ?? {})
-    await this.recipes.checked(applied)
+    await this.recipes.checked(ws, applied)
     if (mode === 'sample') {
       for (const side of ['left', 'right'] as const) {
-        if (!this.sources.engine.get(applied[side].source))
+        if (!this.sources.engine(ws).get(applied[side].source))
           throw new ConcordError(
             'scope_not_loaded',
             `no scoped table is loaded for ${side} source "${applied[side].source}"`,
@@ -160,13 +160,14 @@ export class RunsService {
           400,
           'run with "mode": "full", or with engine "memory"',
         )
-      await this.checkPushdown(applied)
+      await this.checkPushdown(ws, applied)
     }
     const id = randomUUID()
     await this.db
       .insertInto('runs')
       .values({
         id,
+        workspace_id: ws,
         recipe_id: recipeId,
         recipe_version: version,
         recipe: JSON.stringify(applied),
@@ -182,29 +183,29 @@ export class RunsService {
     this.log.info({ run_id: id, recipe: applied.name, mode, engine }, 'run queued')
     this.queue.push(id)
     this.pump()
-    return this.get(id)
+    return this.get(ws, id)
   }
 
   /** Starts a new run with what an earlier one ran: the same recipe, parameters, mode and engine. */
-  async retry(id: string): Promise<RunView> {
-    const row = await this.row(id)
+  async retry(ws: string, id: string): Promise<RunView> {
+    const row = await this.row(ws, id)
     if (!FINISHED.has(row.status))
       throw new ConcordError('run_in_progress', `run ${id} is still ${row.status}`, 409, 'cancel it first')
     // the stored recipe already has its parameters in its scopes
     const { params: _declared, ...recipe } = row.recipe
-    const view = await this.start({ recipe, mode: row.mode, dry_run: row.dry_run, engine: row.engine }, id)
+    const view = await this.start(ws, { recipe, mode: row.mode, dry_run: row.dry_run, engine: row.engine }, id)
     await this.db
       .updateTable('runs')
       .set({ recipe_id: row.recipe_id, recipe_version: row.recipe_version, params: JSON.stringify(row.params) })
       .where('id', '=', view.id)
       .execute()
-    return this.get(view.id)
+    return this.get(ws, view.id)
   }
 
-  private async checkPushdown(recipe: Recipe): Promise<void> {
+  private async checkPushdown(ws: string, recipe: Recipe): Promise<void> {
     const sources = {
-      left: await this.sources.source(recipe.left.source),
-      right: await this.sources.source(recipe.right.source),
+      left: await this.sources.source(ws, recipe.left.source),
+      right: await this.sources.source(ws, recipe.right.source),
     }
     const problem = pushdownProblem(recipe, sources)
     if (problem)
@@ -240,7 +241,8 @@ export class RunsService {
   }
 
   private async execute(id: string): Promise<void> {
-    const row = await this.row(id)
+    const row = await this.row(null, id)
+    const ws = row.workspace_id
     if (row.status !== 'queued') return
     const spec: JobSpec = {
       runId: id,
@@ -250,8 +252,8 @@ export class RunsService {
       engine: row.engine,
       dryRun: row.dry_run,
       sources: {
-        left: await this.sources.source(row.recipe.left.source),
-        right: await this.sources.source(row.recipe.right.source),
+        left: await this.sources.source(ws, row.recipe.left.source),
+        right: await this.sources.source(ws, row.recipe.right.source),
       },
       connectors: {
         dataDir: this.config.dataDir,
@@ -261,8 +263,8 @@ export class RunsService {
       outDir: row.dry_run ? null : this.tmpDir(id),
     }
     if (row.mode === 'sample') {
-      const left = this.sources.engine.get(row.recipe.left.source)
-      const right = this.sources.engine.get(row.recipe.right.source)
+      const left = this.sources.engine(ws).get(row.recipe.left.source)
+      const right = this.sources.engine(ws).get(row.recipe.right.source)
       if (!left || !right)
         return this.finish(id, 'failed', {
           error: { error: 'scope_not_loaded', message: 'a scoped table was unloaded before the run started' },
@@ -361,7 +363,7 @@ export class RunsService {
     patch: { summary?: RunSummary; error?: RunView['error'] },
     lastProgress?: JobProgress,
   ): Promise<void> {
-    const row = await this.row(id)
+    const row = await this.row(null, id)
     const tmp = this.tmpDir(id)
     let outcome = status
     if (status === 'completed' && !row.dry_run) {
@@ -400,8 +402,8 @@ export class RunsService {
     this.log.info({ run_id: id, status: outcome, summary: patch.summary?.matches }, 'run finished')
   }
 
-  async cancel(id: string): Promise<RunView> {
-    const row = await this.row(id)
+  async cancel(ws: string, id: string): Promise<RunView> {
+    const row = await this.row(ws, id)
     if (FINISHED.has(row.status))
       throw new ConcordError(
         'run_finished',
@@ -424,26 +426,27 @@ export class RunsService {
       await this.settled.get(id)
     }
     this.log.info({ run_id: id }, 'run cancelled')
-    return this.get(id)
+    return this.get(ws, id)
   }
 
-  async remove(id: string): Promise<void> {
-    const row = await this.row(id)
-    if (!FINISHED.has(row.status)) await this.cancel(id)
+  async remove(ws: string, id: string): Promise<void> {
+    const row = await this.row(ws, id)
+    if (!FINISHED.has(row.status)) await this.cancel(ws, id)
     await this.db.deleteFrom('runs').where('id', '=', id).execute()
     await rm(this.resultsDir(id), { recursive: true, force: true })
     forget(this.resultsDir(id))
     this.log.info({ run_id: id }, 'run deleted')
   }
 
-  async get(id: string): Promise<RunView> {
-    return this.view(await this.row(id))
+  async get(ws: string, id: string): Promise<RunView> {
+    return this.view(await this.row(ws, id))
   }
 
-  async list(limit: number, offset: number): Promise<{ runs: RunView[]; total: number }> {
+  async list(ws: string, limit: number, offset: number): Promise<{ runs: RunView[]; total: number }> {
     const rows = await this.db
       .selectFrom('runs')
       .selectAll()
+      .where('workspace_id', '=', ws)
       .orderBy('created_at', 'desc')
       .orderBy('id')
       .limit(limit)
@@ -452,13 +455,14 @@ export class RunsService {
     const { count } = await this.db
       .selectFrom('runs')
       .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('workspace_id', '=', ws)
       .executeTakeFirstOrThrow()
     return { runs: rows.map((r) => this.view(r)), total: Number(count) }
   }
 
   /** The folder of a completed run's results, or a 409 saying why there are none (yet). */
-  async completedDir(id: string): Promise<string> {
-    const row = await this.row(id)
+  async completedDir(ws: string, id: string): Promise<string> {
+    const row = await this.row(ws, id)
     if (row.status !== 'completed')
       throw new ConcordError(
         'results_not_ready',
@@ -490,8 +494,10 @@ export class RunsService {
     await this.pool.close()
   }
 
-  private async row(id: string): Promise<RunRow> {
-    const row = await this.db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst()
+  private async row(ws: string | null, id: string): Promise<RunRow> {
+    let query = this.db.selectFrom('runs').selectAll().where('id', '=', id)
+    if (ws !== null) query = query.where('workspace_id', '=', ws)
+    const row = await query.executeTakeFirst()
     if (!row) throw notFound('run', id, 'GET /api/runs lists the runs')
     return row
   }

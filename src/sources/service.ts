@@ -42,14 +42,29 @@ export interface LoadScopedResult {
 
 const ALIAS_RE = /^[A-Za-z][A-Za-z0-9_]{0,62}$/
 
+/**
+ * Sources belong to a workspace: every method takes the workspace it acts in, and aliases are
+ * unique within one. Scoped tables are kept per workspace.
+ */
 export class SourcesService {
+  private readonly engines = new Map<string, EngineContext>()
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly connectors: ConnectorRegistry,
-    readonly engine: EngineContext,
     private readonly dataDir: string,
     private readonly log: FastifyBaseLogger,
   ) {}
+
+  /** The scoped tables loaded in a workspace. */
+  engine(ws: string): EngineContext {
+    let e = this.engines.get(ws)
+    if (!e) {
+      e = new EngineContext()
+      this.engines.set(ws, e)
+    }
+    return e
+  }
 
   get uploadDir(): string {
     return join(this.dataDir, 'uploads')
@@ -75,7 +90,7 @@ export class SourcesService {
     return `a ${connector.type} source takes: alias, type, ${props.join(', ')}`
   }
 
-  async register(input: RegisterInput): Promise<SourceView> {
+  async register(ws: string, input: RegisterInput): Promise<SourceView> {
     if (!ALIAS_RE.test(input.alias)) {
       throw new ConcordError(
         'invalid_alias',
@@ -85,7 +100,7 @@ export class SourcesService {
       )
     }
     this.checkConfig(input.type, input.config)
-    if (await this.find(input.alias)) {
+    if (await this.find(ws, input.alias)) {
       throw new ConcordError(
         'duplicate_alias',
         `a source named "${input.alias}" already exists`,
@@ -100,6 +115,7 @@ export class SourcesService {
       const row = await this.db
         .insertInto('sources')
         .values({
+          workspace_id: ws,
           alias: input.alias,
           type: input.type,
           config: JSON.stringify(config),
@@ -107,7 +123,10 @@ export class SourcesService {
         })
         .returningAll()
         .executeTakeFirstOrThrow()
-      this.log.info({ alias: input.alias, type: input.type, columns: columns.length }, 'source registered')
+      this.log.info(
+        { workspace: ws, alias: input.alias, type: input.type, columns: columns.length },
+        'source registered',
+      )
       return this.view(row)
     } catch (err) {
       if ((err as { code?: string }).code === '23505') {
@@ -117,26 +136,31 @@ export class SourcesService {
     }
   }
 
-  async list(): Promise<SourceView[]> {
-    const rows = await this.db.selectFrom('sources').selectAll().orderBy('alias').execute()
+  async list(ws: string): Promise<SourceView[]> {
+    const rows = await this.db
+      .selectFrom('sources')
+      .selectAll()
+      .where('workspace_id', '=', ws)
+      .orderBy('alias')
+      .execute()
     return rows.map((r) => this.view(r))
   }
 
-  async get(alias: string): Promise<SourceView> {
-    return this.view(await this.row(alias))
+  async get(ws: string, alias: string): Promise<SourceView> {
+    return this.view(await this.row(ws, alias))
   }
 
-  async remove(alias: string): Promise<void> {
-    const row = await this.row(alias)
-    await this.db.deleteFrom('sources').where('alias', '=', alias).execute()
-    this.engine.drop(alias)
+  async remove(ws: string, alias: string): Promise<void> {
+    const row = await this.row(ws, alias)
+    await this.db.deleteFrom('sources').where('workspace_id', '=', ws).where('alias', '=', alias).execute()
+    this.engine(ws).drop(alias)
     const path = typeof row.config.path === 'string' ? row.config.path : undefined
     if (path?.startsWith('uploads/')) await rm(join(this.dataDir, path), { force: true })
-    this.log.info({ alias }, 'source deleted')
+    this.log.info({ workspace: ws, alias }, 'source deleted')
   }
 
-  async preview(alias: string, limit: number, signal?: AbortSignal) {
-    const source = await this.source(alias)
+  async preview(ws: string, alias: string, limit: number, signal?: AbortSignal) {
+    const source = await this.source(ws, alias)
     const scratch = new EngineContext()
     const scoped = await this.connectors.get(source.type).registerScoped(scratch, alias, source, [], { limit, signal })
     const rows = rowsAsJson(scoped.table, limit)
@@ -150,17 +174,18 @@ export class SourcesService {
   }
 
   async loadScoped(
+    ws: string,
     alias: string,
     body: { conditions?: FilterCondition[]; limit?: number; preview?: number },
     signal?: AbortSignal,
   ): Promise<LoadScopedResult> {
-    const source = await this.source(alias)
+    const source = await this.source(ws, alias)
     const connector = this.connectors.get(source.type)
     const conditions = body.conditions ?? []
     // Load into a scratch context first: the engine's scoped table changes only when the load succeeded.
     const scratch = new EngineContext()
     const scoped = await connector.registerScoped(scratch, alias, source, conditions, { limit: body.limit, signal })
-    this.engine.register(scoped)
+    this.engine(ws).register(scoped)
     const rows = rowsAsJson(scoped.table, body.preview ?? 20)
     this.log.info({ alias, total: scoped.totalRows, loaded: scoped.table.length }, 'scoped table loaded')
     return {
@@ -180,19 +205,24 @@ export class SourcesService {
   }
 
   /** The stored source with its full (unredacted) config, for connectors. */
-  async source(alias: string): Promise<Source> {
-    const row = await this.row(alias)
+  async source(ws: string, alias: string): Promise<Source> {
+    const row = await this.row(ws, alias)
     return { alias: row.alias, type: row.type, config: row.config }
   }
 
-  private async find(alias: string): Promise<SourceRow | undefined> {
-    return this.db.selectFrom('sources').selectAll().where('alias', '=', alias).executeTakeFirst()
+  private async find(ws: string, alias: string): Promise<SourceRow | undefined> {
+    return this.db
+      .selectFrom('sources')
+      .selectAll()
+      .where('workspace_id', '=', ws)
+      .where('alias', '=', alias)
+      .executeTakeFirst()
   }
 
-  private async row(alias: string): Promise<SourceRow> {
-    const row = await this.find(alias)
+  private async row(ws: string, alias: string): Promise<SourceRow> {
+    const row = await this.find(ws, alias)
     if (!row) {
-      const all = await this.db.selectFrom('sources').select('alias').execute()
+      const all = await this.db.selectFrom('sources').select('alias').where('workspace_id', '=', ws).execute()
       const near = nearestNames(
         alias,
         all.map((r) => r.alias),
@@ -223,15 +253,12 @@ export class SourcesService {
 declare module 'fastify' {
   interface FastifyInstance {
     sources: SourcesService
-    engine: EngineContext
   }
 }
 
 export default fp(
   async (app) => {
-    const engine = new EngineContext()
-    app.decorate('engine', engine)
-    app.decorate('sources', new SourcesService(app.db, app.connectors, engine, app.config.dataDir, app.log))
+    app.decorate('sources', new SourcesService(app.db, app.connectors, app.config.dataDir, app.log))
   },
   { name: 'sources', dependencies: ['db', 'connectors'] },
 )

@@ -4,10 +4,12 @@ import * as sources from './001-sources.js'
 import * as recipes from './002-recipes.js'
 import * as runs from './003-runs.js'
 import * as sessions from './004-sessions.js'
+import * as workspaces from './005-workspaces.js'
 
 export const migrations: Record<string, Migration> = {
   '001-sources': sources,
   '002-recipes': recipes,
   '003-runs': runs,
   '004-sessions': sessions,
+  '005-workspaces': workspaces,
 }

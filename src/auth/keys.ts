@@ -1,0 +1,155 @@
+// API keys and workspaces. A key is a random 256-bit token shown once; only its SHA-256 hash is
+// stored. Each key belongs to a workspace and has a role: viewer (read), operator (run, chat, load),
+// admin (keys, sources). The bootstrap key (CONCORD_ADMIN_KEY) is an admin of the default workspace
+// that may also create workspaces.
+
+import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import type { Kysely } from 'kysely'
+import type { Database, Role } from '../db/schema.js'
+import { ConcordError, notFound } from '../errors.js'
+
+export const ROLES: Role[] = ['viewer', 'operator', 'admin']
+export const roleRank = (r: Role) => ROLES.indexOf(r)
+
+export interface Principal {
+  workspace: string
+  role: Role
+  /** null for the bootstrap key and for open mode (no keys configured). */
+  keyId: string | null
+  /** May create workspaces (the bootstrap key, or open mode). */
+  root: boolean
+}
+
+export const hashKey = (key: string) => createHash('sha256').update(key).digest('hex')
+
+export interface KeyView {
+  id: string
+  workspace: string
+  name: string
+  role: Role
+  prefix: string
+  created_at: string
+  last_used_at: string | null
+  revoked_at: string | null
+}
+
+const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString())
+
+export class KeysService {
+  private readonly bootstrapHash?: string
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    bootstrapKey?: string,
+  ) {
+    this.bootstrapHash = bootstrapKey ? hashKey(bootstrapKey) : undefined
+  }
+
+  /** Open mode: no bootstrap key and no key in the database. */
+  async open(): Promise<boolean> {
+    if (this.bootstrapHash) return false
+    const any = await this.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('revoked_at', 'is', null)
+      .limit(1)
+      .executeTakeFirst()
+    return any === undefined
+  }
+
+  async authenticate(key: string): Promise<Principal | null> {
+    const hash = hashKey(key)
+    if (this.bootstrapHash && hash === this.bootstrapHash)
+      return { workspace: 'default', role: 'admin', keyId: null, root: true }
+    const row = await this.db
+      .selectFrom('api_keys')
+      .select(['id', 'workspace_id', 'role'])
+      .where('key_hash', '=', hash)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst()
+    if (!row) return null
+    await this.db.updateTable('api_keys').set({ last_used_at: new Date() }).where('id', '=', row.id).execute()
+    return { workspace: row.workspace_id, role: row.role, keyId: row.id, root: false }
+  }
+
+  /** A new key; its secret is returned here and never again. */
+  async create(workspace: string, name: string, role: Role): Promise<KeyView & { key: string }> {
+    await this.workspace(workspace)
+    const key = `ck_${randomBytes(32).toString('base64url')}`
+    const id = randomUUID()
+    await this.db
+      .insertInto('api_keys')
+      .values({ id, workspace_id: workspace, name, role, key_hash: hashKey(key), prefix: key.slice(0, 10) })
+      .execute()
+    return { ...(await this.get(workspace, id)), key }
+  }
+
+  async list(workspace: string): Promise<KeyView[]> {
+    const rows = await this.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('workspace_id', '=', workspace)
+      .orderBy('created_at')
+      .execute()
+    return rows.map(view)
+  }
+
+  async get(workspace: string, id: string): Promise<KeyView> {
+    const row = await this.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('workspace_id', '=', workspace)
+      .where('id', '=', id)
+      .executeTakeFirst()
+    if (!row) throw notFound('key', id, 'GET /api/keys lists the keys of your workspace')
+    return view(row)
+  }
+
+  async revoke(workspace: string, id: string): Promise<KeyView> {
+    await this.get(workspace, id)
+    await this.db.updateTable('api_keys').set({ revoked_at: new Date() }).where('id', '=', id).execute()
+    return this.get(workspace, id)
+  }
+
+  async createWorkspace(name: string): Promise<{ id: string; name: string }> {
+    const id = name
+    if (!/^[a-z][a-z0-9_-]{0,62}$/.test(id))
+      throw new ConcordError(
+        'invalid_workspace',
+        `"${name}" is not a valid workspace name`,
+        400,
+        'lowercase letters, digits, _ or -',
+      )
+    const exists = await this.db.selectFrom('workspaces').select('id').where('id', '=', id).executeTakeFirst()
+    if (exists) throw new ConcordError('duplicate_workspace', `workspace "${name}" exists`, 409)
+    await this.db.insertInto('workspaces').values({ id, name }).execute()
+    return { id, name }
+  }
+
+  private async workspace(id: string): Promise<void> {
+    const row = await this.db.selectFrom('workspaces').select('id').where('id', '=', id).executeTakeFirst()
+    if (!row) throw notFound('workspace', id)
+  }
+}
+
+function view(row: {
+  id: string
+  workspace_id: string
+  name: string
+  role: Role
+  prefix: string
+  created_at: Date
+  last_used_at: Date | null
+  revoked_at: Date | null
+}): KeyView {
+  return {
+    id: row.id,
+    workspace: row.workspace_id,
+    name: row.name,
+    role: row.role,
+    prefix: row.prefix,
+    created_at: iso(row.created_at)!,
+    last_used_at: iso(row.last_used_at),
+    revoked_at: iso(row.revoked_at),
+  }
+}
