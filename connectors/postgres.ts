@@ -39,6 +39,12 @@ const ConfigSchema = Type.Object(
     }),
     table: Type.String({ minLength: 1, maxLength: 63 }),
     schema: Type.Optional(Type.String({ minLength: 1, maxLength: 63, default: 'public' })),
+    password_env: Type.Optional(
+      Type.String({
+        pattern: '^[A-Z_][A-Z0-9_]{0,127}$',
+        description: 'the name of an environment variable holding the password (it is then never stored)',
+      }),
+    ),
   },
   { additionalProperties: false },
 )

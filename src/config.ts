@@ -4,6 +4,7 @@
 import { join, resolve } from 'node:path'
 import { type Static, Type } from 'typebox'
 import { Value } from 'typebox/value'
+import { secretKey } from './sources/secrets.js'
 
 const ConfigSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
@@ -24,6 +25,8 @@ const ConfigSchema = Type.Object({
   SOURCE_POOL_MAX: Type.Integer({ minimum: 1, default: 4 }),
   /** The bootstrap admin key (default workspace, may create workspaces). Without it and without keys: open mode, loopback only. */
   CONCORD_ADMIN_KEY: Type.Optional(Type.String({ minLength: 16 })),
+  /** 32 bytes (base64 or hex) that encrypt source passwords at rest (AES-256-GCM). */
+  CONCORD_SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
   /** Which implementation of the reasoning tools answers: auto = Claude when a key is set, else deterministic. */
   AI_MODE: Type.Union(
     ['auto', 'deterministic', 'llm'].map((m) => Type.Literal(m)),
@@ -66,6 +69,7 @@ export interface Config {
   aiMaxRetries: number
   agentLoopLimit: number
   adminKey?: string
+  secretKey?: Buffer
 }
 
 /** Reads the configuration from `env`; throws one readable error listing every bad variable. */
@@ -102,6 +106,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     aiMaxRetries: c.AI_MAX_RETRIES,
     agentLoopLimit: c.AGENT_LOOP_LIMIT,
     adminKey: c.CONCORD_ADMIN_KEY,
+    secretKey: secretKey(c.CONCORD_SECRET_KEY),
   }
 }
 

@@ -14,6 +14,7 @@ import { describeTable, type JsonRow, rowsAsJson } from '../engine/table.js'
 import type { ColumnInfo, FilterCondition, NativeQuery } from '../engine/types.js'
 import { ConcordError, notFound } from '../errors.js'
 import { EngineContext, type Source, type SourceConnector } from './connector.js'
+import { openConfig, sealConfig } from './secrets.js'
 import type { ConnectorRegistry } from './registry.js'
 
 export interface SourceView {
@@ -54,6 +55,7 @@ export class SourcesService {
     private readonly connectors: ConnectorRegistry,
     private readonly dataDir: string,
     private readonly log: FastifyBaseLogger,
+    private readonly secretKey?: Buffer,
   ) {}
 
   /** The scoped tables loaded in a workspace. */
@@ -109,8 +111,19 @@ export class SourcesService {
       )
     }
     const connector = this.connectors.get(input.type)
-    const config = await connector.prepare(input.config)
-    const columns = await connector.describe({ alias: input.alias, type: input.type, config })
+    // the connector sees the full connection string; the database gets it without its password
+    const opened = openConfig(input.config, this.secretKey)
+    const prepared = await connector.prepare(opened)
+    const columns = await connector.describe({ alias: input.alias, type: input.type, config: prepared })
+    const passwordEnv = input.config.password_env
+    const config = sealConfig(
+      {
+        ...prepared,
+        ...(passwordEnv ? { password_env: passwordEnv } : {}),
+        connection_string: opened.connection_string ?? prepared.connection_string,
+      },
+      this.secretKey,
+    )
     try {
       const row = await this.db
         .insertInto('sources')
@@ -207,7 +220,7 @@ export class SourcesService {
   /** The stored source with its full (unredacted) config, for connectors. */
   async source(ws: string, alias: string): Promise<Source> {
     const row = await this.row(ws, alias)
-    return { alias: row.alias, type: row.type, config: row.config }
+    return { alias: row.alias, type: row.type, config: openConfig(row.config, this.secretKey) }
   }
 
   private async find(ws: string, alias: string): Promise<SourceRow | undefined> {
@@ -243,11 +256,19 @@ export class SourcesService {
     return {
       alias: row.alias,
       type: row.type,
-      config: connector.redact(row.config),
+      config: { ...connector.redact(row.config), ...credentials(row.config) },
       columns: row.columns,
       created_at: new Date(row.created_at).toISOString(),
     }
   }
+}
+
+/** How a source's password is kept, for views (never the password itself). */
+function credentials(config: Record<string, unknown>): Record<string, unknown> {
+  if (typeof config.password_env === 'string')
+    return { password: `from the environment variable ${config.password_env}` }
+  if (typeof config.password_enc === 'string') return { password: 'stored encrypted' }
+  return {}
 }
 
 declare module 'fastify' {
@@ -258,7 +279,10 @@ declare module 'fastify' {
 
 export default fp(
   async (app) => {
-    app.decorate('sources', new SourcesService(app.db, app.connectors, app.config.dataDir, app.log))
+    app.decorate(
+      'sources',
+      new SourcesService(app.db, app.connectors, app.config.dataDir, app.log, app.config.secretKey),
+    )
   },
   { name: 'sources', dependencies: ['db', 'connectors'] },
 )
