@@ -2,6 +2,8 @@
 // database and services, then connectors and routes. Tests build it and call inject().
 
 import multipart from '@fastify/multipart'
+import rateLimit from '@fastify/rate-limit'
+import underPressure from '@fastify/under-pressure'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
@@ -10,6 +12,7 @@ import type { Config } from './config.js'
 import type { ServiceDatabase } from './db/connect.js'
 import dbPlugin from './db/plugin.js'
 import { ConcordError } from './errors.js'
+import metrics from './metrics.js'
 import ai from './ai/service.js'
 import auth from './auth/plugin.js'
 import chat from './orchestrator/service.js'
@@ -84,6 +87,23 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   })
   await app.register(swaggerUi, { routePrefix: '/docs' })
+  await app.register(metrics)
+  // overload and abuse: a 503 while the event loop or memory is saturated, a 429 past the rate
+  await app.register(underPressure, {
+    maxEventLoopDelay: opts.config.maxEventLoopDelayMs,
+    maxHeapUsedBytes: opts.config.maxHeapUsedBytes,
+    retryAfter: 5,
+    customError: Overloaded,
+  })
+  await app.register(rateLimit, {
+    max: opts.config.rateLimitPerMinute,
+    timeWindow: '1 minute',
+    // per key when there is one (many clients may share an address), else per address
+    keyGenerator: (request) => request.headers.authorization ?? request.ip,
+    allowList: (request) => /^\/(health|ready|metrics)(\?|$)/.test(request.url),
+    errorResponseBuilder: (_request, context) =>
+      new ConcordError('rate_limited', `more than ${context.max} requests a minute`, 429, `retry in ${context.after}`),
+  })
   await app.register(multipart, { limits: { fileSize: opts.config.maxUploadBytes, files: 1, fields: 10 } })
 
   await app.register(dbPlugin, { database: opts.database })
@@ -104,6 +124,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(keyRoutes)
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   return app
+}
+
+/** under-pressure's error: a 503 in the service's error shape. */
+class Overloaded extends ConcordError {
+  constructor() {
+    super('overloaded', 'the service is overloaded right now', 503, 'retry in a few seconds')
+  }
 }
 
 function errorHandler(

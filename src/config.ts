@@ -40,6 +40,11 @@ const ConfigSchema = Type.Object({
   AI_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 60_000 }),
   /** Retries of a model call answered 408/429/5xx (with backoff), before it counts as failed. */
   AI_MAX_RETRIES: Type.Integer({ minimum: 0, maximum: 10, default: 2 }),
+  /** Requests a client (an API key, or an address without one) may make per minute; probes do not count. */
+  RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 1200 }),
+  /** Past this event-loop delay (ms) or heap use (bytes, 0 = off) requests get a 503 until it passes. */
+  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 2000 }),
+  MAX_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0 }),
   /** Model calls the chat agent may make in one turn before it stops and says so. */
   AGENT_LOOP_LIMIT: Type.Integer({ minimum: 1, maximum: 100, default: 12 }),
   /** Runs executed at the same time (each in its own worker thread); the rest wait in a queue. */
@@ -70,6 +75,9 @@ export interface Config {
   agentLoopLimit: number
   adminKey?: string
   secretKey?: Buffer
+  rateLimitPerMinute: number
+  maxEventLoopDelayMs: number
+  maxHeapUsedBytes: number
 }
 
 /** Reads the configuration from `env`; throws one readable error listing every bad variable. */
@@ -107,6 +115,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     agentLoopLimit: c.AGENT_LOOP_LIMIT,
     adminKey: c.CONCORD_ADMIN_KEY,
     secretKey: secretKey(c.CONCORD_SECRET_KEY),
+    rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,
+    maxEventLoopDelayMs: c.MAX_EVENT_LOOP_DELAY_MS,
+    maxHeapUsedBytes: c.MAX_HEAP_USED_BYTES,
   }
 }
 

@@ -8,6 +8,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
 import { Value } from 'typebox/value'
 import type { Config } from '../config.js'
+import type { Metrics } from '../metrics.js'
 import { ConcordError } from '../errors.js'
 import { nearestNames } from '../engine/similarity.js'
 import { type ModelSettings, modelClient, runWithModel } from './llm.js'
@@ -49,6 +50,7 @@ export class AiService {
   constructor(
     private readonly settings: AiSettings,
     private readonly log?: FastifyBaseLogger,
+    private readonly metrics?: Metrics,
   ) {}
 
   tools(): AiTool[] {
@@ -73,6 +75,17 @@ export class AiService {
   }
 
   async run(name: string, input: unknown): Promise<AiAnswer> {
+    try {
+      const answer = await this.answer(name, input)
+      this.metrics?.aiCalls.inc({ tool: name, engine: answer.fallback ? 'fallback' : answer.engine })
+      return answer
+    } catch (err) {
+      this.metrics?.aiCalls.inc({ tool: name, engine: err instanceof ConcordError ? err.code : 'error' })
+      throw err
+    }
+  }
+
+  private async answer(name: string, input: unknown): Promise<AiAnswer> {
     const tool = this.tool(name)
     const withDefaults = Value.Default(tool.input, structuredClone(input ?? {}))
     if (!Value.Check(tool.input, withDefaults)) {
@@ -124,7 +137,7 @@ declare module 'fastify' {
 
 export default fp(
   async (app) => {
-    app.decorate('ai', new AiService(aiSettings(app.config), app.log))
+    app.decorate('ai', new AiService(aiSettings(app.config), app.log, app.metrics))
   },
   { name: 'ai' },
 )

@@ -37,7 +37,15 @@ const pgTypes = {
 
 export async function openDatabase(opts: DatabaseOptions): Promise<ServiceDatabase> {
   if (opts.url) {
-    const pool = new pg.Pool({ connectionString: opts.url, max: 10, types: pgTypes, connectionTimeoutMillis: 5000 })
+    // no request waits forever on the service's own database: bounded connects and statements
+    const pool = new pg.Pool({
+      connectionString: opts.url,
+      max: 10,
+      types: pgTypes,
+      connectionTimeoutMillis: 5000,
+      statement_timeout: 30_000,
+      query_timeout: 35_000,
+    })
     // An idle client losing its server must not crash the process; the next query reconnects.
     pool.on('error', () => {})
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
@@ -54,12 +62,18 @@ function wrap(db: Kysely<Database>, kind: ServiceDatabase['kind']): ServiceDatab
   return {
     db,
     kind,
+    /** True when a trivial query answers within two seconds. */
     async ping() {
+      let timer: NodeJS.Timeout | undefined
+      const late = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), 2000)
+      })
       try {
-        await sql`select 1`.execute(db)
-        return true
+        return await Promise.race([sql`select 1`.execute(db).then(() => true), late])
       } catch {
         return false
+      } finally {
+        clearTimeout(timer)
       }
     },
     close: () => db.destroy(),

@@ -142,6 +142,7 @@ export class ChatService {
     for (const e of events) {
       const key = `${e.type}${e.reason ? `:${e.reason}` : ''}`
       this.counts.set(key, (this.counts.get(key) ?? 0) + 1)
+      this.app.metrics?.agentEvents.inc({ type: e.type, reason: e.reason ?? '' })
     }
     this.feed.emit(`events:${id}`)
   }

@@ -25,7 +25,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) =>
-      reply.code(202).send(await app.runs.start(request.principal.workspace, request.body as StartRun)),
+      reply
+        .code(202)
+        .send(await app.runs.start(request.principal.workspace, request.body as StartRun, null, request.log)),
   )
 
   app.get(

@@ -21,6 +21,7 @@ import type { Recipe } from '../recipes/schema.js'
 import type { RecipesService } from '../recipes/service.js'
 import type { SourcesService } from '../sources/service.js'
 import { initialProgress, type JobProgress, type JobSpec, type RunMode } from './job.js'
+import type { Metrics } from '../metrics.js'
 import { forget } from './pages.js'
 import { WorkerPool } from './pool.js'
 import { pushdownProblem } from './pushdown.js'
@@ -76,6 +77,7 @@ export class RunsService {
     private readonly sources: SourcesService,
     private readonly config: Config,
     private readonly log: FastifyBaseLogger,
+    private readonly metrics?: Metrics,
   ) {
     this.pool = new WorkerPool(config.runConcurrency)
   }
@@ -117,7 +119,13 @@ export class RunsService {
   }
 
   /** Validates the request, records the run as `queued` and schedules it. */
-  async start(ws: string, body: StartRun, retryOf: string | null = null): Promise<RunView> {
+  async start(
+    ws: string,
+    body: StartRun,
+    retryOf: string | null = null,
+    /** The request's logger, so the line that queues the run carries the request id too. */
+    log: FastifyBaseLogger = this.log,
+  ): Promise<RunView> {
     if ((body.recipe_id === undefined) === (body.recipe === undefined)) {
       throw new ConcordError(
         'invalid_request',
@@ -180,7 +188,7 @@ export class RunsService {
         retry_of: retryOf,
       })
       .execute()
-    this.log.info({ run_id: id, recipe: applied.name, mode, engine }, 'run queued')
+    log.info({ run_id: id, recipe: applied.name, mode, engine }, 'run queued')
     this.queue.push(id)
     this.pump()
     return this.get(ws, id)
@@ -281,6 +289,7 @@ export class RunsService {
       cancelled: false,
     }
     this.active.set(id, active)
+    this.metrics?.runsActive.inc()
     this.log.info({ run_id: id }, 'run started')
     await new Promise<void>((resolve) => {
       let finished = false
@@ -292,6 +301,7 @@ export class RunsService {
         if (finished) return
         finished = true
         this.active.delete(id)
+        this.metrics?.runsActive.dec()
         worker.off('message', onMessage).off('error', onError).off('exit', onExit)
         // a worker that finished its job normally serves the next one; any other is let go
         if (reusable) this.pool.release(pooled)
@@ -399,7 +409,15 @@ export class RunsService {
       await rm(this.resultsDir(id), { recursive: true, force: true })
       throw err
     }
-    this.log.info({ run_id: id, status: outcome, summary: patch.summary?.matches }, 'run finished')
+    const seconds = row.started_at ? (Date.now() - new Date(row.started_at).getTime()) / 1000 : 0
+    this.metrics?.runSeconds.observe({ status: outcome, engine: row.engine, mode: row.mode }, seconds)
+    if (outcome === 'completed' && patch.summary) {
+      const rows = patch.summary.left.rows + patch.summary.right.rows
+      this.metrics?.runRows.inc({ side: 'left' }, patch.summary.left.rows)
+      this.metrics?.runRows.inc({ side: 'right' }, patch.summary.right.rows)
+      if (seconds > 0) this.metrics?.runRowsPerSecond.observe({ engine: row.engine }, rows / seconds)
+    }
+    this.log.info({ run_id: id, status: outcome, matches: patch.summary?.matches, seconds }, 'run finished')
   }
 
   async cancel(ws: string, id: string): Promise<RunView> {
@@ -533,10 +551,10 @@ declare module 'fastify' {
 
 export default fp(
   async (app) => {
-    const runs = new RunsService(app.db, app.recipes, app.sources, app.config, app.log)
+    const runs = new RunsService(app.db, app.recipes, app.sources, app.config, app.log, app.metrics)
     await runs.recover()
     app.decorate('runs', runs)
     app.addHook('onClose', () => runs.close())
   },
-  { name: 'runs', dependencies: ['db', 'sources', 'recipes'] },
+  { name: 'runs', dependencies: ['db', 'sources', 'recipes', 'metrics'] },
 )

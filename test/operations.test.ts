@@ -1,0 +1,103 @@
+// Operating the service: Prometheus metrics, structured logs with request and run ids, the rate
+// limit, the overload guard, and readiness.
+
+import { Writable } from 'node:stream'
+import t from 'tap'
+import { buildApp } from '../src/app.js'
+import { loadConfig } from '../src/config.js'
+import { openDatabase } from '../src/db/connect.js'
+import { testApp } from './helpers/app.js'
+import { fakeAnthropic, toolCalls } from './helpers/fake-anthropic.js'
+import { waitForRun } from './helpers/runs.js'
+
+const files = {
+  'bank.csv': 'txn_id,ref,amount\nT1,R1,10.00\nT2,R2,20.00\n',
+  'inv.csv': 'id,ref,total\nI1,R1,10.00\nI2,R2,20.00\n',
+}
+const recipe = {
+  name: 'r',
+  left: { source: 'bank', key: ['txn_id'] },
+  right: { source: 'inv', key: ['id'] },
+  passes: [{ name: 'p', pattern: '1:1', when: 'l.ref = r.ref AND l.amount = r.total' }],
+}
+
+t.test('metrics and logs: request latency, runs, agent events by reason; request and run ids', async (t) => {
+  const logs: Record<string, unknown>[] = []
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) logs.push(JSON.parse(line))
+      done()
+    },
+  })
+  const fake = await fakeAnthropic(t)
+  const database = await openDatabase({ pgliteDir: 'memory://' })
+  const config = loadConfig({
+    DATA_DIR: t.testdir(files),
+    ANTHROPIC_API_KEY: 'k',
+    ANTHROPIC_BASE_URL: fake.baseURL,
+    AI_MAX_RETRIES: '0',
+    AI_MODE: 'deterministic',
+  })
+  const app = await buildApp({ config, database, logger: { level: 'info', stream } })
+  t.teardown(async () => {
+    await app.close()
+    await database.close()
+  })
+  for (const [alias, path] of [
+    ['bank', 'bank.csv'],
+    ['inv', 'inv.csv'],
+  ])
+    await app.inject({ method: 'POST', url: '/api/sources', payload: { alias, type: 'csv', path } })
+  const run = await waitForRun(
+    app,
+    (await app.inject({ method: 'POST', url: '/api/runs', payload: { recipe } })).json().id,
+  )
+  t.equal(run.status, 'completed')
+  fake.script({ body: toolCalls(['run_full', {}]) }, { text: 'no' })
+  await app.inject({ method: 'POST', url: '/api/chat', payload: { message: 'run it' } })
+  await app.inject({
+    method: 'POST',
+    url: '/api/ai',
+    payload: { tool: 'validate_recipe', input: { recipe, schemas: { left: [], right: [] } } },
+  })
+
+  const text = (await app.inject({ method: 'GET', url: '/metrics' })).body
+  t.match(
+    text,
+    /concord_http_request_duration_seconds_bucket\{le="[\d.]+",method="POST",route="\/api\/runs",status="202"\}/,
+  )
+  t.match(text, /concord_run_duration_seconds_count\{status="completed",engine="memory",mode="full"\} 1/)
+  t.match(text, /concord_run_rows_total\{side="left"\} 2/)
+  t.match(text, /concord_agent_events_total\{type="tool_denied",reason="tool_not_allowed"\} 1/)
+  t.match(text, /concord_ai_tool_calls_total\{tool="validate_recipe",engine="deterministic"\} 1/)
+  t.match(text, /concord_process_resident_memory_bytes/)
+
+  const request = logs.find((l) => l.msg === 'request completed' && (l.req as undefined) === undefined && l.request_id)
+  t.ok(request, 'request logs carry request_id')
+  const finished = logs.find((l) => l.msg === 'run finished')
+  t.match(finished, { run_id: run.id, status: 'completed', matches: 2 })
+  t.ok(
+    logs.some((l) => l.msg === 'run queued' && l.run_id === run.id && typeof l.request_id === 'string'),
+    'the line that queued the run has both ids',
+  )
+})
+
+t.test('the rate limit answers 429 with a code; probes are not limited', async (t) => {
+  const { app } = await testApp(t, { env: { RATE_LIMIT_PER_MINUTE: '3' } })
+  const statuses: number[] = []
+  for (let i = 0; i < 5; i++) statuses.push((await app.inject({ method: 'GET', url: '/api/sources' })).statusCode)
+  t.same(statuses, [200, 200, 200, 429, 429])
+  const limited = await app.inject({ method: 'GET', url: '/api/sources' })
+  t.match(limited.json(), { error: 'rate_limited', suggestion: /retry in/ })
+  for (let i = 0; i < 5; i++) t.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 200)
+})
+
+t.test('under pressure, requests get a 503 overloaded instead of waiting', async (t) => {
+  const { app } = await testApp(t, { env: { MAX_HEAP_USED_BYTES: '1' } })
+  // the guard samples the heap about once a second
+  await new Promise((r) => setTimeout(r, 1500))
+  const res = await app.inject({ method: 'GET', url: '/api/sources' })
+  t.equal(res.statusCode, 503)
+  t.match(res.json(), { error: 'overloaded' })
+  t.ok(res.headers['retry-after'])
+})
