@@ -2,12 +2,19 @@
 // they are `l` (left, a) and `r` (right, b).
 
 import { type Static, Type } from 'typebox'
-import { COLUMN_TYPES, FILTER_OPS } from '../engine/types.js'
+import { COLUMN_TYPES, type ColumnType, FILTER_OPS, type FilterOp } from '../engine/types.js'
+
+// Type.Union over a .map() of literals types as never; Unsafe keeps the same JSON schema and
+// gives TypeScript the literal union.
+const PATTERNS = ['1:1', '1:N', 'N:1', 'N:M'] as const
+export type PatternT = (typeof PATTERNS)[number]
+const literalUnion = <T extends string>(values: readonly T[]) =>
+  Type.Unsafe<T>(Type.Union(values.map((v) => Type.Literal(v))))
 
 export const Column = Type.Object(
   {
     name: Type.String(),
-    type: Type.Union(COLUMN_TYPES.map((t) => Type.Literal(t))),
+    type: literalUnion<ColumnType>(COLUMN_TYPES),
     nullable: Type.Optional(Type.Boolean()),
     scale: Type.Optional(Type.Integer()),
   },
@@ -31,7 +38,7 @@ export const Mapping = Type.Object({
 export const Filter = Type.Object({
   source: Side,
   column: Type.String(),
-  op: Type.Union(FILTER_OPS.map((o) => Type.Literal(o))),
+  op: literalUnion<FilterOp>(FILTER_OPS),
   value: Type.Union([
     Type.String(),
     Type.Number(),
@@ -66,7 +73,7 @@ export const Rule = Type.Object({
   sql: Type.String({ description: 'a predicate over l. (a) and r. (b) columns, in the recipe language' }),
   description: Type.String(),
   confidence: Type.Number({ minimum: 0, maximum: 1 }),
-  pattern: Type.Optional(Type.Union(['1:1', '1:N', 'N:1', 'N:M'].map((p) => Type.Literal(p)))),
+  pattern: Type.Optional(literalUnion<PatternT>(PATTERNS)),
   aggregate: Type.Optional(
     Type.Object({
       sum: Type.String(),
@@ -77,7 +84,7 @@ export const Rule = Type.Object({
   ),
 })
 
-export const Pattern = Type.Union(['1:1', '1:N', 'N:1', 'N:M'].map((p) => Type.Literal(p)))
+export const Pattern = literalUnion<PatternT>(PATTERNS)
 export const PrimaryKeys = Type.Object({ left: Type.Array(Type.String()), right: Type.Array(Type.String()) })
 
 export type ColumnT = Static<typeof Column>
