@@ -49,10 +49,12 @@ function textStats(s: LinkSamples, link: Link): TextStats {
   const freqA = frequencies(s.rowsA, link.a.name)
   const freqB = frequencies(s.rowsB, link.b.name)
   const values = [...freqA.keys(), ...freqB.keys()]
-  const distinct = new Set(values).size
-  const total = [...freqA.values(), ...freqB.values()].reduce((x, y) => x + y, 0)
-  // few distinct values over many rows: currency, status, a country
-  const lowVariety = total >= 4 && distinct <= Math.max(2, Math.ceil(total / 5))
+  // few distinct values over many rows on either side: currency, status, a country
+  const repetitive = (freq: Map<string, number>) => {
+    const count = [...freq.values()].reduce((x, y) => x + y, 0)
+    return count >= 4 && freq.size * 2 <= count
+  }
+  const lowVariety = repetitive(freqA) || repetitive(freqB)
   const idLike = !lowVariety && values.length > 0 && values.filter(isCodeLike).length * 2 > values.length
   return { freqA, freqB, lowVariety, idLike }
 }
