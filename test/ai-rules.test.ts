@@ -3,7 +3,7 @@
 // assembled by build_recipe, run by the engine and scored for precision and recall.
 
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import type { ColumnT, MappingT, RowT } from '../src/ai/schemas.js'
 import { buildRecipe } from '../src/ai/tools/build_recipe.js'
 import { inferRules } from '../src/ai/tools/infer_rules.js'
@@ -325,3 +325,189 @@ t.test('infer_rules: a confirmed split becomes a 1:N rule with the reference ext
   t.equal(split?.sql, "l.customer_id = r.payer_id AND r.reference_number LIKE l.invoice_id || '-%'")
   t.same(split?.aggregate, { sum: 'r.paid_amount', equals: 'l.amount', tolerance: '0.01', max_group: 4 })
 })
+
+// ---- end to end on the shared datasets: infer → build_recipe → engine → precision / recall ----
+
+const csv = async (path: string) => (await loadCsv(join(datasetsDir, path))).table
+const schemaOf = (table: Table): ColumnT[] => table.columns.map((c) => ({ ...c }))
+const rowsOf = (table: Table, n = 20): RowT[] =>
+  Array.from({ length: Math.min(n, table.length) }, (_, i) =>
+    Object.fromEntries(table.columns.map((c, k) => [c.name, jsonValue(table.data[k], i)])),
+  )
+const cells = (table: Table, name: string) => {
+  const col = table.data[table.columns.findIndex((c) => c.name === name)]
+  return Array.from({ length: table.length }, (_, i) => String(jsonValue(col, i)))
+}
+
+interface Quality {
+  precision: number
+  recall: number
+  recipe: Recipe
+}
+
+/**
+ * Infers rules from pairs confirmed as table rows, assembles the recipe, runs it; `correct` judges a
+ * matched (left, right) row pair, `population` names the unit of recall a correct pair finds.
+ */
+function endToEnd(
+  left: Table,
+  right: Table,
+  mappings: MappingT[],
+  confirmed: { left: number; right: number }[],
+  correct: (l: number, r: number) => boolean,
+  population: (l: number, r: number) => number,
+  populationSize: number,
+): Quality {
+  // the sample a person saw: the first 20 rows per side, plus any confirmed row beyond them
+  const sampleRows = (table: Table, wanted: number[]) => {
+    const rows = Array.from({ length: Math.min(20, table.length) }, (_, i) => i)
+    for (const i of wanted) if (!rows.includes(i)) rows.push(i)
+    return rows
+  }
+  const ra = sampleRows(
+    left,
+    confirmed.map((p) => p.left),
+  )
+  const rb = sampleRows(
+    right,
+    confirmed.map((p) => p.right),
+  )
+  const all = (table: Table, rows: number[]) => {
+    const full = rowsOf(table, table.length)
+    return rows.map((i) => full[i])
+  }
+  const inferred = inferRules.deterministic({
+    schema_a: schemaOf(left),
+    schema_b: schemaOf(right),
+    sample_a: all(left, ra),
+    sample_b: all(right, rb),
+    mappings,
+    confirmed_pairs: confirmed.map((p) => ({ left: ra.indexOf(p.left), right: rb.indexOf(p.right) })),
+  })
+  const built = buildRecipe.deterministic({
+    rules: inferred.rules,
+    sources: { left: 'a', right: 'b' },
+    primary_keys: inferred.primary_keys,
+    pattern: inferred.pattern,
+  })
+  const recipe = built.recipe as unknown as Recipe
+  const e = evidence(recipe, left, right)
+  if (partitionProblems(e, left.length, right.length).length) throw new Error('partition broken')
+  const m = e.result.matches
+  let pairsClaimed = 0
+  let pairsCorrect = 0
+  const found = new Set<number>()
+  for (let k = 0; k < m.count; k++) {
+    if (m.ambiguous[k]) continue // held for review: neither a claimed match nor a miss
+    for (let a = m.leftStart[k]; a < m.leftStart[k + 1]; a++)
+      for (let b = m.rightStart[k]; b < m.rightStart[k + 1]; b++) {
+        const l = m.leftRows[a]
+        const r = m.rightRows[b]
+        pairsClaimed++
+        if (correct(l, r)) {
+          pairsCorrect++
+          const unit = population(l, r)
+          if (unit >= 0) found.add(unit)
+        }
+      }
+  }
+  return { precision: pairsCorrect / pairsClaimed, recall: found.size / populationSize, recipe }
+}
+
+const round3 = (x: number) => Math.round(x * 1000) / 1000
+
+t.test(
+  'acquirer settlement: rules from 3 confirmed pairs (and from proposals) find the sales',
+  { skip: datasetsSkip },
+  async (t) => {
+    const ledger = await csv('acquirer-settlement/ledger-midaz.csv')
+    const settlement = await loadJson(join(datasetsDir, 'acquirer-settlement/acquirer-settlement.json'))
+    const lOrder = cells(ledger, 'order_id')
+    const lScenario = cells(ledger, 'scenario')
+    const rOrder = cells(settlement, 'order_id')
+    const rScenario = cells(settlement, 'scenario')
+    const settled = new Set(rOrder)
+    // population: ledger sales whose order has a settlement
+    const sales = new Map<number, number>()
+    for (let i = 0; i < ledger.length; i++)
+      if (lScenario[i] !== 'ledger_chargeback' && settled.has(lOrder[i])) sales.set(i, sales.size)
+    const mappings = map([
+      ['order_id', 'order_id'],
+      ['authorization_code', 'authorization_code'],
+      ['merchant_id', 'merchant_id'],
+      ['currency', 'currency'],
+      ['amount', 'gross_amount'],
+      ['occurred_at', 'settlement_date'],
+    ])
+    const exact = rowsOf(settlement)
+      .map((_, j) => j)
+      .filter((j) => rScenario[j] === 'exact_order_and_authorization_match')
+      .slice(0, 3)
+    const confirmed = exact.map((j) => ({ left: lOrder.indexOf(rOrder[j]), right: j }))
+    t.ok(
+      confirmed.every((p) => p.left >= 0 && p.left < 20),
+      'the confirmed sales are in the ledger sample',
+    )
+    const correct = (l: number, r: number) => lOrder[l] === rOrder[r] && lScenario[l] !== 'ledger_chargeback'
+    const population = (l: number) => sales.get(l) ?? -1
+
+    const q = endToEnd(ledger, settlement, mappings, confirmed, correct, population, sales.size)
+    t.comment(`acquirer, confirmed: precision ${round3(q.precision)}, recall ${round3(q.recall)}`)
+    t.comment(q.recipe.passes.map((p) => `${p.name}: ${p.when}`).join('\n'))
+    t.same(q.recipe.left.key, ['ledger_tx_id'])
+    t.same(q.recipe.right.key, ['acquirer_tx_id'])
+    t.ok(q.precision >= 0.98, `precision ${q.precision}`)
+    t.ok(q.recall >= 0.95, `recall ${q.recall}`)
+
+    const proposed = endToEnd(ledger, settlement, mappings, [], correct, population, sales.size)
+    t.comment(`acquirer, proposals: precision ${round3(proposed.precision)}, recall ${round3(proposed.recall)}`)
+    t.ok(proposed.precision >= 0.98, `precision ${proposed.precision}`)
+    t.ok(proposed.recall >= 0.95, `recall ${proposed.recall}`)
+  },
+)
+
+const kallaMappings = map([
+  ['invoice_id', 'reference_number'],
+  ['customer_id', 'payer_id'],
+  ['customer_name', 'payer_name'],
+  ['currency', 'currency'],
+  ['amount', 'paid_amount'],
+  ['invoice_date', 'payment_date'],
+])
+
+/** kalla's truth: a payment's invoice is the one its reference names, any -PARTn suffix stripped. */
+async function kalla(t: Test, folder: string, split: string, expected: [number, number]) {
+  const invoices = await csv(`${folder}/invoices.csv`)
+  const payments = await csv(`${folder}/payments.csv`)
+  const invoiceIds = cells(invoices, 'invoice_id')
+  const refs = cells(payments, 'reference_number').map((r) => r.replace(/-PART\d+$/, ''))
+  const known = new Set(invoiceIds)
+  const payable = new Map<number, number>()
+  refs.forEach((ref, j) => {
+    if (known.has(ref)) payable.set(j, payable.size)
+  })
+  const correct = (l: number, r: number) => invoiceIds[l] === refs[r]
+  const population = (_l: number, r: number) => payable.get(r) ?? -1
+  const clean = [0, 1, 2].map((i) => ({ left: i, right: refs.indexOf(invoiceIds[i]) }))
+  const splitLeft = invoiceIds.indexOf(split)
+  const parts = refs.map((ref, j) => (ref === split ? j : -1)).filter((j) => j >= 0)
+  const withSplit = [...clean, ...parts.map((right) => ({ left: splitLeft, right }))]
+  const label = folder.replace(/^kalla\/?/, '') || 'hand-written'
+  const q1 = endToEnd(invoices, payments, kallaMappings, clean, correct, population, payable.size)
+  const q2 = endToEnd(invoices, payments, kallaMappings, withSplit, correct, population, payable.size)
+  t.comment(
+    `kalla ${label}: 3 pairs precision ${round3(q1.precision)} recall ${round3(q1.recall)}; with the split (${split}) precision ${round3(q2.precision)} recall ${round3(q2.recall)}`,
+  )
+  t.comment(q2.recipe.passes.map((p) => `${p.name}: ${p.when}`).join('\n'))
+  t.equal(q1.precision, 1)
+  t.equal(round3(q1.recall), expected[0])
+  t.equal(q2.precision, 1)
+  t.equal(round3(q2.recall), expected[1])
+}
+
+t.test('kalla/generated: 3 clean pairs, then a confirmed split', { skip: datasetsSkip }, (t) =>
+  kalla(t, 'kalla/generated', 'INV-000038', [0.902, 1]),
+)
+t.test('kalla hand-written: 3 clean pairs, then a confirmed split', { skip: datasetsSkip }, (t) =>
+  kalla(t, 'kalla', 'INV-2024-008', [0.8, 1]),
+)
