@@ -214,6 +214,7 @@ t.test('infer_rules: a single identifier gives an amount-and-date rule, then the
     sample_b: settlementRows,
     mappings: map([
       ['order_id', 'order_id'],
+      ['currency', 'currency'],
       ['amount', 'gross'],
       ['occurred_at', 'settled_on'],
     ]),
@@ -227,7 +228,7 @@ t.test('infer_rules: a single identifier gives an amount-and-date rule, then the
     [
       [
         'reference_amount_date',
-        "l.order_id = r.order_id AND l.amount = r.gross AND r.settled_on BETWEEN CAST(l.occurred_at AS date) AND CAST(l.occurred_at AS date) + INTERVAL '3 days'",
+        "l.order_id = r.order_id AND l.currency = r.currency AND l.amount = r.gross AND r.settled_on BETWEEN CAST(l.occurred_at AS date) AND CAST(l.occurred_at AS date) + INTERVAL '3 days'",
       ],
       ['reference', 'l.order_id = r.order_id'],
     ],

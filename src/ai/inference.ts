@@ -220,7 +220,7 @@ export function infer(input: InferenceInput): Inference {
       rule('reference_amount_date', [identifiers[0], ...attributes], true, `as on the ${seen}`)
     } else if (identifiers.length === 1) {
       rule('reference_amount_date', [identifiers[0], ...attributes], true, `as on the ${seen}`)
-      rule('reference', [identifiers[0], ...attributes], false, `the reference agreed on the ${seen}`)
+      rule('reference', [identifiers[0]], false, `the reference agreed on the ${seen}`)
     } else if (closeness.length) {
       rule('amount_date', [...attributes, ...names], true, `no shared identifier; as on the ${seen}`)
     }
