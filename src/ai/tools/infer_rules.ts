@@ -2,6 +2,8 @@
 
 import { Type } from 'typebox'
 import { Glossary, Mapping, PairRef, Pattern, PrimaryKeys, Rule, Sample, TableSchema } from '../schemas.js'
+import { infer } from '../inference.js'
+import { ruleIssues } from '../rules.js'
 import type { AiTool } from '../types.js'
 
 const input = Type.Object(
@@ -31,7 +33,11 @@ export const inferRules: AiTool<typeof input, typeof output> = {
   output,
   prompt:
     'You infer reconciliation rules from confirmed pairs of records. Look at which mapped columns are equal (exactly, or after trimming and case folding), how far amounts differ, and how many days separate the dates. Write each rule as a predicate over l. (a) and r. (b) columns, strictest rule first, each with a name, a description and a confidence. Give the columns that identify a record on each side as primary_keys.',
-  deterministic() {
-    throw new Error('not implemented yet')
+  deterministic: infer,
+  // the recipe validator decides: every rule must parse, type-check and have a usable join
+  check(out, input) {
+    return out.rules.flatMap((rule) =>
+      ruleIssues(rule, input.schema_a, input.schema_b).map((m) => `rule ${rule.name}: ${m}`),
+    )
   },
 }
