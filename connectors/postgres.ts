@@ -94,12 +94,23 @@ export function postgresConnector(opts: PostgresConnectorOptions): SourceConnect
       throw unreachable(err, conn)
     }
     let broken: Error | undefined
+    // A connection dropped mid-query surfaces as an 'error' event on the client, and a cursor read
+    // waiting on it may never settle: race the work against the loss so the caller gets a 502.
+    let onLost: (err: Error) => void = () => {}
+    const lost = new Promise<never>((_resolve, reject) => {
+      onLost = (err) => reject(err)
+      client.on('error', onLost)
+      client.on('end', () => onLost(new Error('Connection terminated unexpectedly')))
+    })
+    lost.catch(() => {})
     try {
-      return await fn(client)
+      return await Promise.race([fn(client), lost])
     } catch (err) {
       broken = err as Error
       throw sourceError(err, conn)
     } finally {
+      client.removeListener('error', onLost)
+      client.removeAllListeners('end')
       client.release(broken !== undefined && !(broken instanceof ConcordError))
     }
   }

@@ -9,7 +9,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import type { Config } from './config.js'
-import type { ServiceDatabase } from './db/connect.js'
+import { isDatabaseUnavailable, type ServiceDatabase } from './db/connect.js'
 import dbPlugin from './db/plugin.js'
 import { ConcordError } from './errors.js'
 import metrics from './metrics.js'
@@ -158,6 +158,14 @@ function errorHandler(
   }
   if (e.statusCode && e.statusCode < 500) {
     return reply.code(e.statusCode).send({ error: (e.code ?? 'bad_request').toLowerCase(), message: e.message })
+  }
+  if (isDatabaseUnavailable(err)) {
+    request.log.warn({ msg: e.message }, 'service database unavailable')
+    return reply.code(503).send({
+      error: 'database_unavailable',
+      message: `the service database is not answering: ${e.message}`,
+      suggestion: 'retry shortly; GET /ready turns 200 when the database is back',
+    })
   }
   request.log.error({ err }, 'unexpected error')
   return reply

@@ -46,8 +46,11 @@ export async function openDatabase(opts: DatabaseOptions): Promise<ServiceDataba
       statement_timeout: 30_000,
       query_timeout: 35_000,
     })
-    // An idle client losing its server must not crash the process; the next query reconnects.
+    // A client losing its server must not crash the process, idle (the pool's 'error') or checked
+    // out (the client's own 'error', emitted beside the failing query's rejection); the next
+    // query reconnects.
     pool.on('error', () => {})
+    pool.on('connect', (client) => client.on('error', () => {}))
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
     return wrap(db, 'postgres')
   }
@@ -93,4 +96,19 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
 
 export function embeddedDir(dataDir: string): string {
   return join(dataDir, 'db')
+}
+
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03'])
+
+/**
+ * True for errors that mean the service database is not answering (refused, dropped, timed out),
+ * as opposed to a query it refused: those become a 503 the caller can retry, not a 500.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | undefined
+  if (!e) return false
+  if (e.code && (CONNECTION_CODES.has(e.code) || e.code.startsWith('08'))) return true
+  return /Connection terminated|timeout exceeded when trying to connect|not queryable|Query read timeout/i.test(
+    e.message ?? '',
+  )
 }

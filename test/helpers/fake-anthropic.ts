@@ -12,6 +12,8 @@ export interface ScriptedReply {
   text?: string
   /** Wait this long before answering (to provoke a client timeout). */
   delayMs?: number
+  /** Let the SDK retry this answer (with a 20 ms retry-after); by default it is told not to. */
+  retryable?: boolean
 }
 
 export interface FakeAnthropic {
@@ -62,8 +64,9 @@ export async function fakeAnthropic(t: Test): Promise<FakeAnthropic> {
     if (!next)
       return reply.code(500).send({ type: 'error', error: { type: 'api_error', message: 'no scripted reply' } })
     if (next.delayMs) await new Promise((r) => setTimeout(r, next.delayMs))
-    // the SDK must not retry on its own behind the test's back
-    reply.header('x-should-retry', 'false')
+    // the SDK must not retry on its own behind the test's back, unless the test asks for it
+    if (next.retryable) reply.header('retry-after-ms', '20')
+    else reply.header('x-should-retry', 'false')
     return reply.code(next.status ?? 200).send(next.body ?? messageWithText(next.text ?? ''))
   })
   const address = await app.listen({ port: 0, host: '127.0.0.1' })
