@@ -30,7 +30,7 @@ export const MONTHS = [
 export function monthIndex(word: string): number | undefined {
   const w = word.toLowerCase().replace(/\.$/, '')
   if (w.length < 3) return undefined
-  const i = MONTHS.findIndex((m) => m === w || (w.length >= 3 && m.startsWith(w) && (w !== 'mar' || m === 'march')))
+  const i = MONTHS.findIndex((m) => m.startsWith(w))
   return i < 0 ? undefined : i
 }
 
