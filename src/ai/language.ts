@@ -90,7 +90,7 @@ export class Vocabulary {
     for (const [s, w] of sa) if (sb.has(s)) shared += Math.min(w, sb.get(s) ?? 0)
     const total = (m: Map<string, number>) => [...m.values()].reduce((x, y) => x + y, 0)
     const whole = Math.max(total(sa), total(sb))
-    return whole === 0 ? 0 : (0.8 * shared) / whole
+    return whole === 0 ? 0 : Math.round((800 * shared) / whole) / 1000
   }
 }
 
