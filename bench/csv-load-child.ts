@@ -13,12 +13,12 @@ if (engine === 'concord') {
 } else if (engine === 'csv-parse') {
   for await (const _ of createReadStream(file).pipe(parse({ from_line: 2 }))) rows++
 } else {
-  const { DuckDBInstance } = await import(new URL('./node_modules/@duckdb/node-api/lib/index.js', import.meta.url).href)
+  const { DuckDBInstance } = await import('@duckdb/node-api')
   const db = await DuckDBInstance.create(':memory:', { threads: '2' })
   const conn = await db.connect()
   await conn.run(`CREATE TABLE t AS SELECT * FROM read_csv('${file.replace(/'/g, "''")}')`)
   const r = await conn.runAndReadAll('SELECT count(*)::INTEGER AS n FROM t')
-  rows = r.getRows()[0][0]
+  rows = Number(r.getRows()[0][0])
 }
 const ms = performance.now() - t0
 console.log(JSON.stringify({ ms, rss: process.resourceUsage().maxRSS, rows }))

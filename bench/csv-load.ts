@@ -1,6 +1,6 @@
 // CSV load benchmark: Concord's loader vs DuckDB's read_csv (2 threads) on the same seeded file.
 // Each engine runs in its own child process so peak RSS is its own. Best of 3 wall times.
-//   npm run bench:setup && npm run bench:csv [-- --rows 1000000]
+//   npm run bench:csv [-- --rows 1000000]
 
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'

@@ -75,7 +75,7 @@ async function concord(): Promise<Out> {
 }
 
 async function duckdb(): Promise<Out> {
-  const { DuckDBInstance } = await import(new URL('./node_modules/@duckdb/node-api/lib/index.js', import.meta.url).href)
+  const { DuckDBInstance } = await import('@duckdb/node-api')
   const t0 = performance.now()
   const db = await DuckDBInstance.create(':memory:', { threads: '2' })
   const conn = await db.connect()

@@ -3,7 +3,7 @@
 // for Concord and for DuckDB (same predicate as SQL with the tolerance written as BETWEEN,
 // DECIMAL amounts, 2 threads), each in its own child process, best of 3. The results must be
 // identical (compared by digest); the 1:N pass is measured on its own.
-//   npm run bench:setup && npm run bench:recon [-- --rows 100000,1000000,10000000]
+//   npm run bench:recon [-- --rows 100000,1000000,10000000]
 
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
