@@ -81,7 +81,13 @@ const text = {
   at: (v: number) => new Date(v).toISOString(),
 }
 
-function valueFor(column: keyof Row, rows: Row[]) {
+// Two more columns repeat `amount` and `at` with the types PostgreSQL may declare them as:
+// unconstrained `numeric` (no scale in the catalog) and `timestamp` without a zone.
+type Column = keyof Row | 'raw' | 'local_at'
+const base = { raw: 'amount', local_at: 'at' } as const
+
+function valueFor(col: Column, rows: Row[]) {
+  const column: keyof Row = col === 'raw' || col === 'local_at' ? base[col] : col
   const seen = rows.map((r) => r[column]).filter((v) => v !== null)
   const pick = fc.constantFrom(...(seen.length ? seen : [anchor[column]]))
   switch (column) {
@@ -113,7 +119,7 @@ function valueFor(column: keyof Row, rows: Row[]) {
 }
 
 function conditionArb(rows: Row[]): fc.Arbitrary<FilterCondition> {
-  const columns: (keyof Row)[] = ['id', 'amount', 'qty', 'ratio', 'name', 'day', 'at', 'flag']
+  const columns: Column[] = ['id', 'amount', 'qty', 'ratio', 'name', 'day', 'at', 'flag', 'raw', 'local_at']
   return fc.constantFrom(...columns).chain((column) => {
     const ops: FilterOp[] =
       column === 'flag'
@@ -146,7 +152,7 @@ function conditionArb(rows: Row[]): fc.Arbitrary<FilterCondition> {
 
 function csvOf(rows: Row[]): string {
   const q = (v: string | null) => (v === null ? '' : `"${v.replace(/"/g, '""')}"`)
-  const lines = ['id,amount,qty,ratio,name,day,at,flag']
+  const lines = ['id,amount,qty,ratio,name,day,at,flag,raw,local_at']
   for (const r of rows) {
     lines.push(
       [
@@ -158,6 +164,8 @@ function csvOf(rows: Row[]): string {
         r.day === null ? '' : text.day(r.day),
         r.at === null ? '' : text.at(r.at),
         r.flag === null ? '' : String(r.flag),
+        r.amount === null ? '' : text.amount(r.amount),
+        r.at === null ? '' : text.at(r.at),
       ].join(','),
     )
   }
@@ -175,6 +183,8 @@ function jsonOf(rows: Row[]): string {
       day: r.day === null ? null : text.day(r.day),
       at: r.at === null ? null : text.at(r.at),
       flag: r.flag,
+      raw: r.amount === null ? null : text.amount(r.amount),
+      local_at: r.at === null ? null : text.at(r.at),
     })),
   )
 }
@@ -214,10 +224,10 @@ t.test('CSV, JSON and PostgreSQL select the same rows for random conditions', as
         await writeFile(join(dir, 'rows.json'), jsonOf(rows))
         await admin.query(`DROP TABLE IF EXISTS "${schema}".rows`)
         await admin.query(
-          `CREATE TABLE "${schema}".rows (id int, amount numeric(12,2), qty int, ratio float8, name text, day date, at timestamptz, flag boolean)`,
+          `CREATE TABLE "${schema}".rows (id int, amount numeric(12,2), qty int, ratio float8, name text, day date, at timestamptz, flag boolean, raw numeric, local_at timestamp)`,
         )
         for (const r of rows) {
-          await admin.query(`INSERT INTO "${schema}".rows VALUES ($1,$2,$3,$4,$5,$6,$7,$8)`, [
+          await admin.query(`INSERT INTO "${schema}".rows VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`, [
             r.id,
             r.amount === null ? null : text.amount(r.amount),
             r.qty,
@@ -226,6 +236,8 @@ t.test('CSV, JSON and PostgreSQL select the same rows for random conditions', as
             r.day === null ? null : text.day(r.day),
             r.at === null ? null : text.at(r.at),
             r.flag,
+            r.amount === null ? null : text.amount(r.amount),
+            r.at === null ? null : text.at(r.at),
           ])
         }
         for (const conditions of conditionLists) {

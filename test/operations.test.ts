@@ -5,8 +5,7 @@ import { Writable } from 'node:stream'
 import t from 'tap'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
-import { openDatabase } from '../src/db/connect.js'
-import { testApp } from './helpers/app.js'
+import { freshDatabase, testApp } from './helpers/app.js'
 import { fakeAnthropic, toolCalls } from './helpers/fake-anthropic.js'
 import { waitForRun } from './helpers/runs.js'
 
@@ -30,7 +29,7 @@ t.test('metrics and logs: request latency, runs, agent events by reason; request
     },
   })
   const fake = await fakeAnthropic(t)
-  const database = await openDatabase({ pgliteDir: 'memory://' })
+  const database = await freshDatabase()
   const config = loadConfig({
     DATA_DIR: t.testdir(files),
     ANTHROPIC_API_KEY: 'k',

@@ -127,6 +127,61 @@ t.test('postgres connector', async (t) => {
     t.equal(count.rows[0].n, 4, 'the table is intact')
   })
 
+  t.test('hostile column names are validated identifiers, quoted; the tables stay intact', async (t) => {
+    await db.query(`CREATE TABLE odd ("amount; DROP TABLE ledger" numeric(10,2), "we""ird" text, "Mixed Case" int)`)
+    await db.query(`INSERT INTO odd VALUES (1.50, 'x', 1), (2.25, 'y''s', 2)`)
+    const odd = {
+      alias: 'odd',
+      type: 'postgres',
+      config: await connector.prepare({ connection_string: db.url, schema: db.schema, table: 'odd' }),
+    }
+    t.same(
+      (await connector.describe(odd)).map((c) => c.name),
+      ['amount; DROP TABLE ledger', 'we"ird', 'Mixed Case'],
+    )
+    const conditions: FilterCondition[] = [
+      { column: 'amount; DROP TABLE ledger', op: 'gt', value: '2' },
+      { column: 'we"ird', op: 'eq', value: "y's" },
+      { column: 'Mixed Case', op: 'in', value: [2, 3] },
+    ]
+    const query = connector.translate!(odd, await connector.describe(odd), conditions)
+    t.match(
+      query.sql,
+      `FROM "${db.schema}"."odd" WHERE "amount; DROP TABLE ledger" > $1::numeric AND "we""ird" COLLATE "C" = $2::text AND "Mixed Case" IN ($3::numeric, $4::numeric)`,
+    )
+    const scoped = await connector.registerScoped(new EngineContext(), 'odd', odd, conditions)
+    t.same(rowsAsJson(scoped.table), [{ 'amount; DROP TABLE ledger': '2.25', 'we"ird': "y's", 'Mixed Case': 2 }])
+    t.equal((await db.query('SELECT count(*)::int AS n FROM ledger')).rows[0].n, 4, 'ledger intact')
+    t.equal((await db.query('SELECT count(*)::int AS n FROM odd')).rows[0].n, 2, 'odd intact')
+  })
+
+  t.test(
+    'closing the connector ends its connections to the source',
+    { skip: db.kind === 'pglite' && 'PGlite has no pg_stat_activity' },
+    async (t) => {
+      await db.query('CREATE TABLE closing_probe (id int)')
+      const own = postgresConnector({ statementTimeoutMs: 30_000, poolMax: 2 })
+      const config = await own.prepare({ connection_string: db.url, schema: db.schema, table: 'closing_probe' })
+      await own.registerScoped(new EngineContext(), 'probe', { alias: 'probe', type: 'postgres', config }, [])
+      // idle connections show the last query they ran: only this connector read closing_probe
+      const open = async () =>
+        (
+          await db.query(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query LIKE '%' || $1 || '%'`,
+            [`"${db.schema}"."closing_probe"`],
+          )
+        ).rows[0].n as number
+      t.ok((await open()) > 0, 'the load left pooled connections open')
+      await own.close!()
+      let n = await open()
+      for (let i = 0; n > 0 && i < 50; i++) {
+        await new Promise((r) => setTimeout(r, 100))
+        n = await open()
+      }
+      t.equal(n, 0, 'no connection of the connector is left on the server')
+    },
+  )
+
   t.test('unknown table and unreachable server are clear errors without the password', async (t) => {
     await t.rejects(connector.prepare({ connection_string: db.url, schema: db.schema, table: 'ledgr' }), {
       code: 'unknown_table',

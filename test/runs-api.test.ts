@@ -10,8 +10,7 @@ import { tableFromIPC } from 'apache-arrow'
 import { parse } from 'csv-parse/sync'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { openDatabase } from '../src/db/connect.js'
-import { datasetsDir, datasetsSkip, testApp } from './helpers/app.js'
+import { datasetsDir, datasetsSkip, freshDatabase, testApp } from './helpers/app.js'
 import { acquirerRecipe, kallaRecipe } from './helpers/recipes.js'
 import { waitForRun } from './helpers/runs.js'
 
@@ -287,7 +286,7 @@ t.test('cancel a running run: it stops, frees its worker, keeps nothing', async 
 t.test('a restart mid-run leaves the run interrupted, with no partial results', async (t) => {
   const dataDir = t.testdir({})
   await bigPair(dataDir, 400_000)
-  const database = await openDatabase({ pgliteDir: 'memory://' })
+  const database = await freshDatabase()
   t.teardown(() => database.close())
   const first = await testApp(t, { dataDir, database })
   await register(first.app, 'bl', 'csv', 'big-left.csv')

@@ -6,10 +6,9 @@ import { Writable } from 'node:stream'
 import t from 'tap'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
-import { openDatabase } from '../src/db/connect.js'
 import { decrypt } from '../src/sources/secrets.js'
 import { fakeAnthropic, toolCalls } from './helpers/fake-anthropic.js'
-import { testApp } from './helpers/app.js'
+import { freshDatabase, testApp, testEnv } from './helpers/app.js'
 import { testDatabase } from './helpers/pg.js'
 import { waitForRun } from './helpers/runs.js'
 
@@ -33,8 +32,9 @@ t.test('a planted password appears nowhere: responses, logs, database, model req
     },
   })
   const fake = await fakeAnthropic(t)
-  const database = await openDatabase({ pgliteDir: 'memory://' })
+  const database = await freshDatabase()
   const config = loadConfig({
+    ...testEnv,
     DATA_DIR: t.testdir({}),
     CONCORD_SECRET_KEY: KEY,
     ANTHROPIC_API_KEY: 'k',

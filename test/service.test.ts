@@ -6,8 +6,11 @@ import { existsSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join, resolve } from 'node:path'
 import t from 'tap'
+import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
-import { testApp } from './helpers/app.js'
+import { migrations } from '../src/db/migrations/index.js'
+import { testApp, testEnv } from './helpers/app.js'
+import { testDatabase } from './helpers/pg.js'
 
 const root = resolve(import.meta.dirname, '..')
 
@@ -40,6 +43,54 @@ t.test('health and readiness', async (t) => {
   t.ok(database)
 })
 
+t.test(
+  'with DATABASE_URL the service keeps its tables in PostgreSQL, migrated at start, closed at shutdown',
+  async (t) => {
+    const pgdb = await testDatabase(t)
+    const url = new URL(pgdb.url)
+    // the service's tables go to this test's schema; the name lets the test find its connections
+    url.searchParams.set('options', `-c search_path=${pgdb.schema}`)
+    url.searchParams.set('application_name', `concord-${pgdb.schema}`)
+    const config = loadConfig({
+      ...testEnv,
+      DATA_DIR: t.testdir({ 'rows.json': '[{"id": 1}]' }),
+      DATABASE_URL: url.toString(),
+    })
+    const app = await buildApp({ config, logger: false })
+    let closed = false
+    t.teardown(async () => {
+      if (!closed) await app.close()
+    })
+    t.same((await app.inject('/ready')).json(), { status: 'ready', database: 'postgres' })
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/sources',
+      payload: { alias: 'rows', type: 'json', path: 'rows.json' },
+    })
+    t.equal(created.statusCode, 201)
+    const stored = await pgdb.query('SELECT alias FROM sources')
+    t.same(
+      stored.rows.map((r) => r.alias),
+      ['rows'],
+      'the source row is in PostgreSQL',
+    )
+    const applied = await pgdb.query('SELECT name FROM kysely_migration ORDER BY name')
+    t.same(
+      applied.rows.map((r) => r.name),
+      Object.keys(migrations).sort(),
+      'every migration ran',
+    )
+    await app.close()
+    closed = true
+    if (pgdb.kind === 'local') {
+      const left = await pgdb.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [
+        `concord-${pgdb.schema}`,
+      ])
+      t.equal(left.rows[0].n, 0, 'closing the app ended its pool')
+    }
+  },
+)
+
 async function freePort(): Promise<number> {
   return new Promise((ok) => {
     const s = createServer().listen(0, '127.0.0.1', () => {
@@ -49,7 +100,7 @@ async function freePort(): Promise<number> {
   })
 }
 
-async function waitReady(url: string, ms = 30_000): Promise<Response> {
+async function waitReady(url: string, ms = 120_000): Promise<Response> {
   const until = Date.now() + ms
   for (;;) {
     try {
@@ -74,6 +125,18 @@ function serve(dataDir: string, port: number) {
   const exited = new Promise<number | null>((ok) => child.on('exit', (code) => ok(code)))
   return { child, exited, log: () => log }
 }
+
+t.test('npx finds the concord command the package declares', async (t) => {
+  // the same bin/concord.js the serve test below starts; npx resolves it from package.json's "bin"
+  const out = await new Promise<{ code: number | null; text: string }>((done) => {
+    const child = spawn('npx', ['--no-install', 'concord', 'help'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+    let text = ''
+    child.stdout.on('data', (d) => (text += d))
+    child.on('exit', (code) => done({ code, text }))
+  })
+  t.equal(out.code, 0)
+  t.match(out.text, /serve {2,}start the HTTP service \(same as npm start\)/)
+})
 
 t.test('concord serve runs on the embedded database, shuts down gracefully, keeps its data', async (t) => {
   const dataDir = t.testdir({ 'rows.json': JSON.stringify([{ id: 1, amount: '2.50' }]) })

@@ -16,11 +16,31 @@ export async function loadJson(path: string, signal?: AbortSignal): Promise<Tabl
     text = await readFile(path, { encoding: 'utf8', signal })
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err
-    throw new ConcordError('unreadable_file', `cannot read "${path}": ${(err as Error).message}`, 400)
+    // the code, not the message: the message names the server's absolute path
+    throw new ConcordError('unreadable_file', `cannot read the file (${(err as NodeJS.ErrnoException).code})`, 400)
   }
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1)
+  text = quoteLongNumbers(text)
   const rows = text.trimStart().startsWith('[') ? parseArray(text) : parseLines(text)
   return tableFromRows(rows)
+}
+
+// A JSON token: a string (skipped whole, so digits inside it are not numbers) or a number.
+const TOKEN = /"(?:[^"\\]|\\.)*"|-?(\d+)(?:\.(\d+))?([eE][+-]?\d+)?/g
+
+/**
+ * JSON.parse rounds a number literal to a double, so an id or amount of more than 15 significant
+ * digits (12345678901234567890) would load changed. Such literals are quoted first: as text they
+ * keep every digit and go through the same inference as CSV fields (a long id stays a string).
+ * Exponent notation is left alone: it is a float either way.
+ */
+export function quoteLongNumbers(text: string): string {
+  if (!/\d[\d.]{15}/.test(text)) return text
+  return text.replace(TOKEN, (token, int?: string, frac?: string, exp?: string) => {
+    if (int === undefined || exp !== undefined) return token
+    const digits = (int + (frac ?? '')).replace(/^0+/, '')
+    return digits.length > 15 ? `"${token}"` : token
+  })
 }
 
 function parseArray(text: string): Row[] {

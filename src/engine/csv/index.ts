@@ -58,7 +58,8 @@ export async function loadCsv(path: string, opts: CsvLoadOptions = {}): Promise<
   try {
     handle = await open(path, 'r')
   } catch (err) {
-    throw new ConcordError('unreadable_file', `cannot read the file: ${(err as Error).message}`, 400)
+    // the code, not the message: the message names the server's absolute path
+    throw new ConcordError('unreadable_file', `cannot read the file (${(err as NodeJS.ErrnoException).code})`, 400)
   }
   try {
     const stat = await handle.stat()
