@@ -3,6 +3,10 @@
 // retry carrying the validation error), not only what came back; and the gateway's errors.
 
 import t, { type Test } from 'tap'
+import { Type } from 'typebox'
+import { AiService } from '../src/ai/service.js'
+import type { AiTool } from '../src/ai/types.js'
+import { ConcordError } from '../src/errors.js'
 import { testApp } from './helpers/app.js'
 import { type FakeAnthropic, fakeAnthropic } from './helpers/fake-anthropic.js'
 
@@ -146,16 +150,105 @@ t.test('a 529 overloaded answer: 502 in llm mode; the deterministic answer in au
     result: { recipe: { passes: [{ name: 'by_ref', when: 'l.ref = r.reference AND l.amount = r.total' }] } },
   })
   t.equal(auto.fake.requests.length, 1, 'the model was asked once')
+  // both modes sent the same request: the tool's prompt and the input, once (no retry on a 529)
+  for (const fake of [llm.fake, auto.fake]) {
+    t.equal(fake.requests.length, 1)
+    t.match(fake.requests[0].system, /You assemble a reconciliation recipe/)
+    t.match(fake.requests[0].system, /Answer with one JSON object and nothing else/)
+    t.same(fake.requests[0].messages, [{ role: 'user', content: JSON.stringify(buildInput) }])
+  }
 })
 
 t.test('a model that does not answer in time is a 502 model_timeout', async (t) => {
   const { fake, call } = await setup(t, 'llm', { AI_TIMEOUT_MS: '300' })
-  fake.script({ delayMs: 2000, text: '{}' })
-  const started = Date.now()
+  // had the client waited for this late answer it would be invalid JSON for the tool, and the
+  // retry would hit the fake's "no scripted reply": model_timeout can only come from the timeout
+  fake.script({ delayMs: 1500, text: '{}' })
   const res = await call('build_recipe', buildInput)
   t.equal(res.statusCode, 502)
-  t.match(res.json(), { error: 'model_timeout' })
-  t.ok(Date.now() - started < 1900, 'the call gave up at the timeout, not when the fake answered')
+  t.match(res.json(), { error: 'model_timeout', message: /did not answer in time/ })
+  t.equal(fake.requests.length, 1, 'asked once: no retry after a timeout')
+  t.equal(fake.requests[0].model, 'claude-test')
+  t.match(fake.requests[0].system, /You assemble a reconciliation recipe/)
+  t.same(fake.requests[0].messages, [{ role: 'user', content: JSON.stringify(buildInput) }])
+})
+
+t.test('AI_MODE=auto with a key: the model answers when it can', async (t) => {
+  const { fake, call } = await setup(t, 'auto')
+  fake.script({ text: JSON.stringify({ recipe: goodRecipe, explanation: 'from the model' }) })
+  const res = await call('build_recipe', buildInput)
+  t.equal(res.statusCode, 200, res.body)
+  t.same(res.json(), { result: { recipe: goodRecipe, explanation: 'from the model' }, engine: 'llm' })
+  t.equal(fake.requests.length, 1)
+  t.same(fake.requests[0].messages, [{ role: 'user', content: JSON.stringify(buildInput) }])
+})
+
+t.test('AI_MODE=auto falls back to the deterministic answer on a timeout, and says so', async (t) => {
+  const { fake, call } = await setup(t, 'auto', { AI_TIMEOUT_MS: '300' })
+  fake.script({ delayMs: 1500, text: '{}' })
+  const res = await call('build_recipe', buildInput)
+  t.equal(res.statusCode, 200, res.body)
+  const body = res.json()
+  t.equal(body.engine, 'deterministic', 'the deterministic implementation ran')
+  t.match(body.fallback, { error: 'model_timeout', message: /did not answer in time/ })
+  t.match(body.result.explanation, /Matches bank \(left, keyed by txn_id\) with invoices/)
+  t.equal(fake.requests.length, 1)
+})
+
+t.test('AI_MODE=auto falls back after two invalid answers, and says so', async (t) => {
+  const { fake, call } = await setup(t, 'auto')
+  fake.script({ text: 'not json' }, { text: JSON.stringify({ sql: 'l.ref == r.reference', explanation: 'x' }) })
+  const res = await call('nl_to_sql', {
+    text: 'same reference ignoring case',
+    schema_a: schemas.left,
+    schema_b: schemas.right,
+  })
+  t.equal(res.statusCode, 200, res.body)
+  t.same(res.json().result, {
+    sql: 'UPPER(TRIM(l.ref)) = UPPER(TRIM(r.reference))',
+    explanation: 'same reference ignoring case: ref = reference, ignoring case and spaces',
+  })
+  t.equal(res.json().engine, 'deterministic')
+  t.match(res.json().fallback, { error: 'model_invalid_output', message: /not valid twice/ })
+  t.equal(fake.requests.length, 2, 'the model had its one retry')
+  t.match(fake.requests[1].messages[2], { role: 'user', content: /That answer is not valid/ })
+})
+
+t.test('AI_MODE=llm without a key is a clear error, and no model is called', async (t) => {
+  const { app } = await testApp(t, { env: { AI_MODE: 'llm' } })
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/ai',
+    payload: { tool: 'build_recipe', input: buildInput },
+  })
+  t.equal(res.statusCode, 502)
+  t.same(res.json(), {
+    error: 'model_not_configured',
+    message: 'AI_MODE=llm needs ANTHROPIC_API_KEY',
+    suggestion: 'set the key, or AI_MODE=auto',
+  })
+})
+
+t.test('a deterministic answer that fails its own check is a coded 500, not a bare exception', async (t) => {
+  const broken = {
+    name: 'broken_tool',
+    description: 'answers outside its own output schema',
+    input: Type.Object({}),
+    output: Type.Object({ n: Type.Integer() }),
+    prompt: '',
+    deterministic: () => ({ n: 'many' }),
+  } as unknown as AiTool
+  const ai = new AiService({ mode: 'deterministic' }, undefined, undefined, [broken])
+  const err = await ai.run('broken_tool', {}).then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  t.ok(err instanceof ConcordError, 'a ConcordError')
+  t.match(err, {
+    code: 'tool_failed',
+    status: 500,
+    message: /broken_tool produced an answer that fails its own check: \/n/,
+  })
 })
 
 t.test('the gateway: deterministic without a key, unknown tools, invalid input, the tool list', async (t) => {

@@ -71,6 +71,56 @@ t.test('a column name or glossary term restricts a number to that column', async
   t.same(read('gross above 500', { glossary }).filters, [{ source: 'b', column: 'gross_amount', op: 'gt', value: 500 }])
 })
 
+const amountMapped = [
+  { field_a: 'amount', field_b: 'gross_amount', confidence: 0.9, reason: 'confirmed' },
+  { field_a: 'occurred_at', field_b: 'settlement_date', confidence: 0.9, reason: 'confirmed' },
+]
+
+t.test('a word naming a mapped column filters both sources through the mapping', async (t) => {
+  const both = [
+    { source: 'a', column: 'amount', op: 'gt', value: 500 },
+    { source: 'b', column: 'gross_amount', op: 'gt', value: 500 },
+  ]
+  const mapped = read('amount above 500', { current_mappings: amountMapped })
+  t.same(mapped.filters, both, 'a.amount by name, b.gross_amount through amount→gross_amount')
+  t.same(mapped.unparsed, [])
+  t.same(read('gross_amount above 500', { current_mappings: amountMapped }).filters, both, 'from either side')
+  const glossary = { terms: [{ term: 'gross', source: 'b', column: 'gross_amount' }] }
+  t.same(read('gross above 500', { glossary, current_mappings: amountMapped }).filters, both, 'a glossary term too')
+  t.same(
+    read('net_amount over 100', { current_mappings: amountMapped }).filters,
+    [{ source: 'b', column: 'net_amount', op: 'gt', value: 100 }],
+    'an unmapped column stays on its own side',
+  )
+  const total = read('total above 500')
+  t.same(total.filters, both, 'a word of the amount synonym group means the amount of each side')
+  t.same(total.unparsed, [], '"total" is used, not left over')
+})
+
+t.test('"in January 2024" and a date "between X and Y" are periods on both date columns', async (t) => {
+  const january = read('in January 2024')
+  t.same(january.filters, [
+    { source: 'a', column: 'occurred_at', op: 'gte', value: '2024-01-01' },
+    { source: 'a', column: 'occurred_at', op: 'lt', value: '2024-02-01' },
+    { source: 'b', column: 'settlement_date', op: 'between', value: ['2024-01-01', '2024-01-31'] },
+  ])
+  t.same(january.unparsed, [])
+  const range = [
+    { source: 'a', column: 'occurred_at', op: 'gte', value: '2024-01-05' },
+    { source: 'a', column: 'occurred_at', op: 'lt', value: '2024-01-21' },
+    { source: 'b', column: 'settlement_date', op: 'between', value: ['2024-01-05', '2024-01-20'] },
+  ]
+  t.same(read('between 2024-01-05 and 2024-01-20').filters, range, 'the last day whole on the timestamp side')
+  const dated = read('date between 2024-01-05 and 2024-01-20')
+  t.same(dated.filters, range, '"date" names the date columns')
+  t.same(dated.unparsed, [])
+  t.same(
+    read('settlement_date in January 2026', { current_mappings: amountMapped }).filters.map((f) => f.column),
+    ['occurred_at', 'occurred_at', 'settlement_date'],
+    'a mapped date column names its partner',
+  )
+})
+
 t.test('"refunds" adds amount < 0 only where no amount filter decides already', async (t) => {
   t.same(
     read('refunds').filters.map((f) => `${f.source}.${f.column} ${f.op} ${f.value}`),

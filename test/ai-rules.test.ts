@@ -2,8 +2,9 @@
 // datasets (see their README for the ground truth): rules inferred from three confirmed pairs,
 // assembled by build_recipe, run by the engine and scored for precision and recall.
 
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import type { ColumnT, MappingT, RowT } from '../src/ai/schemas.js'
 import { buildRecipe } from '../src/ai/tools/build_recipe.js'
 import { inferRules } from '../src/ai/tools/infer_rules.js'
@@ -183,10 +184,10 @@ t.test(
     t.same(
       out.rules.map((r) => r.sql),
       [
-        'UPPER(TRIM(l.order_id)) = UPPER(TRIM(r.order_id)) AND l.auth = r.auth AND l.currency = r.currency',
+        'UPPER(TRIM(l.order_id)) = UPPER(TRIM(r.order_id)) AND l.auth = r.auth AND l.currency = r.currency AND ABS(l.amount - r.gross) <= 0.04',
         "UPPER(TRIM(l.order_id)) = UPPER(TRIM(r.order_id)) AND l.currency = r.currency AND ABS(l.amount - r.gross) <= 0.04 AND r.settled_on BETWEEN CAST(l.occurred_at AS date) AND CAST(l.occurred_at AS date) + INTERVAL '3 days'",
       ],
-      'lags 1..2 widened by a day without crossing zero; 0.03 → 0.04',
+      'amounts kept even with every identifier; lags 1..2 widened by a day without crossing zero; 0.03 → 0.04',
     )
     t.ok(out.rules[0].confidence > out.rules[1].confidence)
     t.same(inferRules.check!(out, input), [])
@@ -206,7 +207,7 @@ t.test(
   },
 )
 
-t.test('infer_rules: a single identifier gives an amount-and-date rule, then the identifier alone', async (t) => {
+t.test('infer_rules: a single identifier gives an amount-and-date rule, then identifier and amount', async (t) => {
   const out = inferRules.deterministic({
     schema_a: ledgerSchema,
     schema_b: settlementSchema,
@@ -230,8 +231,9 @@ t.test('infer_rules: a single identifier gives an amount-and-date rule, then the
         'reference_amount_date',
         "l.order_id = r.order_id AND l.currency = r.currency AND l.amount = r.gross AND r.settled_on BETWEEN CAST(l.occurred_at AS date) AND CAST(l.occurred_at AS date) + INTERVAL '3 days'",
       ],
-      ['reference', 'l.order_id = r.order_id'],
+      ['reference_amount', 'l.order_id = r.order_id AND l.currency = r.currency AND l.amount = r.gross'],
     ],
+    'never the identifier alone: equal amounts on the confirmed pairs stay a condition',
   )
 })
 
@@ -327,6 +329,164 @@ t.test('infer_rules: a confirmed split becomes a 1:N rule with the reference ext
   t.same(split?.aggregate, { sum: 'r.paid_amount', equals: 'l.amount', tolerance: '0.01', max_group: 4 })
 })
 
+/** Sale and settlement rows for the sample-evidence tests: order, amount, and the settled gross. */
+function salesSample(rows: [string, string, string][]) {
+  const a: ColumnT[] = [
+    { name: 'tx', type: 'string' },
+    { name: 'order_id', type: 'string' },
+    { name: 'amount', type: 'decimal', scale: 2 },
+  ]
+  const b: ColumnT[] = [
+    { name: 'acq', type: 'string' },
+    { name: 'order_id', type: 'string' },
+    { name: 'gross', type: 'decimal', scale: 2 },
+  ]
+  return {
+    schema_a: a,
+    schema_b: b,
+    sample_a: rows.map(([order, amount], i) => ({ tx: `T${i}`, order_id: order, amount })),
+    sample_b: rows.map(([order, , gross], i) => ({ acq: `S${i}`, order_id: order, gross })),
+    mappings: map([
+      ['order_id', 'order_id'],
+      ['amount', 'gross'],
+    ]),
+    confirmed_pairs: [0, 1, 2].map((i) => ({ left: i, right: i })),
+  }
+}
+
+t.test(
+  'infer_rules: near pairs in the sample give a tolerance pass; a difference of another size does not',
+  async (t) => {
+    const input = salesSample([
+      ['O-1', '100.00', '100.00'],
+      ['O-2', '250.00', '250.00'],
+      ['O-3', '80.00', '80.00'],
+      ['O-4', '1223.68', '1223.71'],
+      ['O-5', '431.10', '431.13'],
+      ['O-6', '1380.00', '1387.25'],
+    ])
+    const out = inferRules.deterministic(input)
+    t.same(
+      out.rules.map((r) => [r.name, r.sql]),
+      [
+        ['reference_amount_date', 'l.order_id = r.order_id AND l.amount = r.gross'],
+        ['reference_amount', 'l.order_id = r.order_id AND l.amount = r.gross'],
+        ['near_amounts', 'l.order_id = r.order_id AND ABS(l.amount - r.gross) <= 0.04'],
+      ].filter((r, i, all) => all.findIndex((x) => x[1] === r[1]) === i),
+    )
+    t.match(
+      out.rules.find((r) => r.name === 'near_amounts')?.description,
+      /2 sample pairs agreeing on the rest had amounts 0\.03 apart; 1 pair 7\.25 or more apart, a difference of another size, is left for review/,
+    )
+    // differences that grow with the amount become a share of it
+    const relative = inferRules.deterministic(
+      salesSample([
+        ['O-1', '100.00', '100.00'],
+        ['O-2', '250.00', '250.00'],
+        ['O-3', '80.00', '80.00'],
+        ['O-4', '1000.00', '1005.00'],
+        ['O-5', '20000.00', '20300.00'],
+      ]),
+    )
+    t.equal(
+      relative.rules.find((r) => r.name === 'near_amounts')?.sql,
+      'l.order_id = r.order_id AND ABS(l.amount - r.gross) <= 0.019 * ABS(l.amount)',
+      '1.5% at most, a quarter above: 1.9%',
+    )
+    // nothing near in the sample: amounts stay equal, no tolerance is invented
+    const exact = inferRules.deterministic(
+      salesSample([
+        ['O-1', '100.00', '100.00'],
+        ['O-2', '250.00', '250.00'],
+        ['O-3', '80.00', '80.00'],
+      ]),
+    )
+    t.notOk(exact.rules.some((r) => r.name === 'near_amounts'))
+    t.ok(exact.rules.every((r) => r.sql.includes('l.amount = r.gross')))
+  },
+)
+
+t.test('infer_rules: parts in the sample extending an id give a 1:N pass without a confirmed split', async (t) => {
+  const a: ColumnT[] = [
+    { name: 'invoice_id', type: 'string' },
+    { name: 'customer_id', type: 'string' },
+    { name: 'amount', type: 'decimal', scale: 2 },
+  ]
+  const b: ColumnT[] = [
+    { name: 'payment_id', type: 'string' },
+    { name: 'payer_id', type: 'string' },
+    { name: 'reference_number', type: 'string' },
+    { name: 'paid_amount', type: 'decimal', scale: 2 },
+  ]
+  const sample_a = ['10.00', '20.00', '30.00', '50.00', '75.00'].map((amount, i) => ({
+    invoice_id: `INV-${i + 1}`,
+    customer_id: `C-${i + 1}`,
+    amount,
+  }))
+  const payments: [string, string][] = [
+    ['INV-1', '10.00'],
+    ['INV-2', '20.00'],
+    ['INV-3', '30.00'],
+    ['INV-4-PART1', '20.00'],
+    ['INV-4-PART2', '30.01'],
+    ['INV-5-DUP', '75.00'],
+  ]
+  const sample_b = payments.map(([reference_number, paid_amount], i) => ({
+    payment_id: `P-${i}`,
+    // the payer of INV-n is C-n
+    payer_id: `C-${reference_number.split('-')[1]}`,
+    reference_number,
+    paid_amount,
+  }))
+  const input = {
+    schema_a: a,
+    schema_b: b,
+    sample_a,
+    sample_b,
+    mappings: map([
+      ['invoice_id', 'reference_number'],
+      ['customer_id', 'payer_id'],
+      ['amount', 'paid_amount'],
+    ]),
+    confirmed_pairs: [0, 1, 2].map((i) => ({ left: i, right: i })),
+  }
+  const out = inferRules.deterministic(input)
+  t.equal(out.pattern, '1:N')
+  const split = out.rules.find((r) => r.pattern === '1:N')
+  t.equal(split?.sql, "l.customer_id = r.payer_id AND r.reference_number LIKE l.invoice_id || '-%'")
+  t.same(
+    split?.aggregate,
+    { sum: 'r.paid_amount', equals: 'l.amount', tolerance: '0.02', max_group: 4 },
+    'the sample split is 0.01 off',
+  )
+  t.match(split?.description, /as in 1 split seen in the sample/)
+  t.same(inferRules.check!(out, input), [])
+  // one extension per id (a duplicate, not parts) is no split
+  const dupOnly = inferRules.deterministic({
+    ...input,
+    sample_b: sample_b.filter((r) => !r.reference_number.includes('PART')),
+  })
+  t.notOk(dupOnly.rules.some((r) => r.pattern === '1:N'))
+})
+
+t.test('infer_rules from proposals: only the proposals of the closest kind stand in for confirmations', async (t) => {
+  const input = salesSample([
+    ['O-1', '100.00', '100.00'],
+    ['O-2', '250.00', '250.00'],
+    ['O-3', '80.00', '80.00'],
+    ['O-4', '1380.00', '1387.25'],
+    ['O-5', '431.10', '431.13'],
+  ])
+  const out = inferRules.deterministic({ ...input, confirmed_pairs: [] })
+  t.same(
+    out.rules.map((r) => r.sql),
+    ['l.order_id = r.order_id AND l.amount = r.gross', 'l.order_id = r.order_id AND ABS(l.amount - r.gross) <= 0.04'],
+    'the proposals 0.03 and 7.25 off are not taken as a tolerance to learn; the sample gives 0.04',
+  )
+  t.match(out.rules[0].description, /3 proposed pairs/)
+  t.match(out.rules[1].description, /7\.25 or more apart, a difference of another size, is left for review/)
+})
+
 // ---- end to end on the shared datasets: infer → build_recipe → engine → precision / recall ----
 
 const csv = async (path: string) => (await loadCsv(join(datasetsDir, path))).table
@@ -340,28 +500,40 @@ const cells = (table: Table, name: string) => {
   return Array.from({ length: table.length }, (_, i) => String(jsonValue(col, i)))
 }
 
+/** The ground truth a run is scored against, written down per dataset below. */
+interface Truth {
+  /** Is (left row, right row) a true pair? */
+  correct(l: number, r: number): boolean
+  /** The recall unit a true pair finds (a ledger sale, a payment): 0..size-1. */
+  unit(l: number, r: number): number
+  size: number
+}
+
 interface Quality {
   precision: number
   recall: number
+  claimed: number
+  wrong: number
+  /** Groups the engine held for review: neither a claimed match nor a miss. */
+  ambiguous: number
   recipe: Recipe
 }
 
 /**
- * Infers rules from pairs confirmed as table rows, assembles the recipe, runs it; `correct` judges a
- * matched (left, right) row pair, `population` names the unit of recall a correct pair finds.
+ * What a person does in the wizard: previews the first `previewRows` rows of each side (the
+ * confirmed rows are among them or added), confirms three pairs; infer_rules, build_recipe, then
+ * the engine over the whole files. Every claimed pair is judged by `truth`.
  */
 function endToEnd(
   left: Table,
   right: Table,
   mappings: MappingT[],
   confirmed: { left: number; right: number }[],
-  correct: (l: number, r: number) => boolean,
-  population: (l: number, r: number) => number,
-  populationSize: number,
+  truth: Truth,
+  previewRows: number,
 ): Quality {
-  // the sample a person saw: the first 20 rows per side, plus any confirmed row beyond them
   const sampleRows = (table: Table, wanted: number[]) => {
-    const rows = Array.from({ length: Math.min(20, table.length) }, (_, i) => i)
+    const rows = Array.from({ length: Math.min(previewRows, table.length) }, (_, i) => i)
     for (const i of wanted) if (!rows.includes(i)) rows.push(i)
     return rows
   }
@@ -377,14 +549,16 @@ function endToEnd(
     const full = rowsOf(table, table.length)
     return rows.map((i) => full[i])
   }
-  const inferred = inferRules.deterministic({
+  const input = {
     schema_a: schemaOf(left),
     schema_b: schemaOf(right),
     sample_a: all(left, ra),
     sample_b: all(right, rb),
     mappings,
     confirmed_pairs: confirmed.map((p) => ({ left: ra.indexOf(p.left), right: rb.indexOf(p.right) })),
-  })
+  }
+  const inferred = inferRules.deterministic(input)
+  if (inferRules.check!(inferred, input).length) throw new Error('an inferred rule fails the validator')
   const built = buildRecipe.deterministic({
     rules: inferred.rules,
     sources: { left: 'a', right: 'b' },
@@ -395,73 +569,141 @@ function endToEnd(
   const e = evidence(recipe, left, right)
   if (partitionProblems(e, left.length, right.length).length) throw new Error('partition broken')
   const m = e.result.matches
-  let pairsClaimed = 0
-  let pairsCorrect = 0
+  let claimed = 0
+  let correct = 0
+  let ambiguous = 0
   const found = new Set<number>()
   for (let k = 0; k < m.count; k++) {
-    if (m.ambiguous[k]) continue // held for review: neither a claimed match nor a miss
+    if (m.ambiguous[k]) {
+      ambiguous++
+      continue
+    }
     for (let a = m.leftStart[k]; a < m.leftStart[k + 1]; a++)
       for (let b = m.rightStart[k]; b < m.rightStart[k + 1]; b++) {
         const l = m.leftRows[a]
         const r = m.rightRows[b]
-        pairsClaimed++
-        if (correct(l, r)) {
-          pairsCorrect++
-          const unit = population(l, r)
-          if (unit >= 0) found.add(unit)
+        claimed++
+        if (truth.correct(l, r)) {
+          correct++
+          found.add(truth.unit(l, r))
         }
       }
   }
-  return { precision: pairsCorrect / pairsClaimed, recall: found.size / populationSize, recipe }
+  return {
+    precision: correct / claimed,
+    recall: found.size / truth.size,
+    claimed,
+    wrong: claimed - correct,
+    ambiguous,
+    recipe,
+  }
 }
 
 const round3 = (x: number) => Math.round(x * 1000) / 1000
+const describe = (q: Quality) =>
+  `precision ${round3(q.precision)} (${q.wrong} wrong of ${q.claimed} claimed pairs), recall ${round3(q.recall)}, ${q.ambiguous} held as ambiguous`
+
+/**
+ * acquirer-settlement's truth, from the `scenario` columns and the README's suggested rules (same
+ * order_id + authorization_code; or same order_id, amount within 0.05, settled 0..4 days after):
+ * a settlement row's true partner is the ledger sale of its order_id when the settlement is
+ * exact_order_and_authorization_match, settlement_lag_candidate (same order and authorization,
+ * settled later), amount_tolerance_candidate (0.03 off: within 0.05) or fee_variance_candidate
+ * (gross equal, the fee differs). It has none when it is amount_mismatch_outside_tolerance (7.25
+ * off: outside 0.05), duplicate_settlement_candidate (a second and third settlement of an order
+ * already settled) or acquirer_only_settlement; chargebacks and ledger-only rows have none.
+ * Recall counts the ledger sales that have a true partner.
+ */
+async function acquirerTruth() {
+  const ledger = await csv('acquirer-settlement/ledger-midaz.csv')
+  const settlement = await loadJson(join(datasetsDir, 'acquirer-settlement/acquirer-settlement.json'))
+  const lOrder = cells(ledger, 'order_id')
+  const lScenario = cells(ledger, 'scenario')
+  const rOrder = cells(settlement, 'order_id')
+  const rScenario = cells(settlement, 'scenario')
+  const MATCHABLE = new Set([
+    'exact_order_and_authorization_match',
+    'settlement_lag_candidate',
+    'amount_tolerance_candidate',
+    'fee_variance_candidate',
+  ])
+  const saleOf = new Map<string, number>()
+  lOrder.forEach((o, i) => {
+    if (lScenario[i] === 'ledger_sale_candidate') saleOf.set(o, i)
+  })
+  const partner = new Map<number, number>() // settlement row → ledger row
+  rOrder.forEach((o, j) => {
+    const sale = saleOf.get(o)
+    if (MATCHABLE.has(rScenario[j]) && sale !== undefined) partner.set(j, sale)
+  })
+  const units = new Map([...new Set(partner.values())].map((l, k) => [l, k]))
+  const truth: Truth = {
+    correct: (l, r) => partner.get(r) === l,
+    unit: (l) => units.get(l) ?? -1,
+    size: units.size,
+  }
+  return { ledger, settlement, truth, lOrder, rOrder, rScenario, partner }
+}
+
+const acquirerMappings = map([
+  ['order_id', 'order_id'],
+  ['authorization_code', 'authorization_code'],
+  ['merchant_id', 'merchant_id'],
+  ['currency', 'currency'],
+  ['amount', 'gross_amount'],
+  ['occurred_at', 'settlement_date'],
+])
 
 t.test(
-  'acquirer settlement: rules from 3 confirmed pairs (and from proposals) find the sales',
+  'acquirer settlement: rules from 3 confirmed pairs, scored against the scenario labels',
   { skip: datasetsSkip },
   async (t) => {
-    const ledger = await csv('acquirer-settlement/ledger-midaz.csv')
-    const settlement = await loadJson(join(datasetsDir, 'acquirer-settlement/acquirer-settlement.json'))
-    const lOrder = cells(ledger, 'order_id')
-    const lScenario = cells(ledger, 'scenario')
-    const rOrder = cells(settlement, 'order_id')
-    const rScenario = cells(settlement, 'scenario')
-    const settled = new Set(rOrder)
-    // population: ledger sales whose order has a settlement
-    const sales = new Map<number, number>()
-    for (let i = 0; i < ledger.length; i++)
-      if (lScenario[i] !== 'ledger_chargeback' && settled.has(lOrder[i])) sales.set(i, sales.size)
-    const mappings = map([
-      ['order_id', 'order_id'],
-      ['authorization_code', 'authorization_code'],
-      ['merchant_id', 'merchant_id'],
-      ['currency', 'currency'],
-      ['amount', 'gross_amount'],
-      ['occurred_at', 'settlement_date'],
-    ])
-    const exact = rowsOf(settlement)
-      .map((_, j) => j)
-      .filter((j) => rScenario[j] === 'exact_order_and_authorization_match')
+    const { ledger, settlement, truth, lOrder, rOrder, rScenario, partner } = await acquirerTruth()
+    t.equal(truth.size, 785, 'sales with a true settlement: 704 exact + 45 lag + 19 tolerance + 17 fee variance')
+    t.equal(partner.size, 785, 'one true settlement each')
+    // three ordinary pairs: the first exact settlements and their sales
+    const confirmed = rScenario
+      .map((sc, j) => (sc === 'exact_order_and_authorization_match' ? j : -1))
+      .filter((j) => j >= 0)
       .slice(0, 3)
-    const confirmed = exact.map((j) => ({ left: lOrder.indexOf(rOrder[j]), right: j }))
-    t.ok(
-      confirmed.every((p) => p.left >= 0 && p.left < 20),
-      'the confirmed sales are in the ledger sample',
-    )
-    const correct = (l: number, r: number) => lOrder[l] === rOrder[r] && lScenario[l] !== 'ledger_chargeback'
-    const population = (l: number) => sales.get(l) ?? -1
+      .map((j) => ({ left: lOrder.indexOf(rOrder[j]), right: j }))
 
-    const q = endToEnd(ledger, settlement, mappings, confirmed, correct, population, sales.size)
-    t.comment(`acquirer, confirmed: precision ${round3(q.precision)}, recall ${round3(q.recall)}`)
+    const q = endToEnd(ledger, settlement, acquirerMappings, confirmed, truth, 100)
+    t.comment(`acquirer, 3 confirmed pairs, 100-row previews: ${describe(q)}`)
     t.comment(q.recipe.passes.map((p) => `${p.name}: ${p.when}`).join('\n'))
-    t.same(q.recipe.left.key, ['ledger_tx_id'])
-    t.same(q.recipe.right.key, ['acquirer_tx_id'])
+    t.same(
+      q.recipe.passes.map((p) => [p.name, p.when]),
+      [
+        [
+          'identifiers',
+          'l.order_id = r.order_id AND l.authorization_code = r.authorization_code AND l.merchant_id = r.merchant_id AND l.currency = r.currency AND l.amount = r.gross_amount',
+        ],
+        [
+          'reference_amount_date',
+          "l.order_id = r.order_id AND l.merchant_id = r.merchant_id AND l.currency = r.currency AND l.amount = r.gross_amount AND r.settlement_date BETWEEN CAST(l.occurred_at AS date) AND CAST(l.occurred_at AS date) + INTERVAL '4 days'",
+        ],
+        [
+          'near_amounts',
+          'l.order_id = r.order_id AND l.authorization_code = r.authorization_code AND l.merchant_id = r.merchant_id AND l.currency = r.currency AND ABS(l.amount - r.gross_amount) <= 0.04',
+        ],
+      ],
+      'amounts respected; the 0.03 near pairs of the sample give 0.04, the 7.25 ones are left out',
+    )
+    t.same([q.recipe.left.key, q.recipe.right.key], [['ledger_tx_id'], ['acquirer_tx_id']])
     t.ok(q.precision >= 0.98, `precision ${q.precision}`)
     t.ok(q.recall >= 0.95, `recall ${q.recall}`)
+    // exactly: no amount_mismatch_outside_tolerance matched; the 15 thrice-settled orders held
+    t.equal(q.wrong, 0)
+    t.equal(q.ambiguous, 15)
+    t.equal(round3(q.recall), round3(770 / 785))
 
-    const proposed = endToEnd(ledger, settlement, mappings, [], correct, population, sales.size)
-    t.comment(`acquirer, proposals: precision ${round3(proposed.precision)}, recall ${round3(proposed.recall)}`)
+    const shown = endToEnd(ledger, settlement, acquirerMappings, confirmed, truth, 20)
+    t.comment(`acquirer, 3 confirmed pairs, 20-row previews: ${describe(shown)}`)
+    t.equal(shown.wrong, 0, 'no near pairs in 20 rows: equal amounts only, still no mismatch matched')
+    t.ok(shown.recall >= 0.95, `recall ${shown.recall}`)
+
+    const proposed = endToEnd(ledger, settlement, acquirerMappings, [], truth, 100)
+    t.comment(`acquirer, from proposals, 100-row previews: ${describe(proposed)}`)
     t.ok(proposed.precision >= 0.98, `precision ${proposed.precision}`)
     t.ok(proposed.recall >= 0.95, `recall ${proposed.recall}`)
   },
@@ -476,39 +718,103 @@ const kallaMappings = map([
   ['invoice_date', 'payment_date'],
 ])
 
-/** kalla's truth: a payment's invoice is the one its reference names, any -PARTn suffix stripped. */
-async function kalla(t: Test, folder: string, split: string, expected: [number, number]) {
+/**
+ * kalla's truth: a payment's invoice is the one its reference_number names, exactly or with a
+ * -PARTn suffix (a split: the parts together pay it), in the same currency. INV-2024-002-DUP is
+ * a likely duplicate payment (README), not a match; ADVANCE-001, the blank reference, MISC-001,
+ * the EUR payment INT-ORDER-001 (no invoice of that reference in any currency) and UNKNOWN-n name
+ * no invoice. Recall counts the payments that have an invoice.
+ */
+async function kallaTruth(folder: string) {
   const invoices = await csv(`${folder}/invoices.csv`)
   const payments = await csv(`${folder}/payments.csv`)
   const invoiceIds = cells(invoices, 'invoice_id')
-  const refs = cells(payments, 'reference_number').map((r) => r.replace(/-PART\d+$/, ''))
-  const known = new Set(invoiceIds)
-  const payable = new Map<number, number>()
+  const iCurrency = cells(invoices, 'currency')
+  const pCurrency = cells(payments, 'currency')
+  const refs = cells(payments, 'reference_number')
+  const invoiceOf = new Map<number, number>() // payment row → invoice row
   refs.forEach((ref, j) => {
-    if (known.has(ref)) payable.set(j, payable.size)
+    const i = invoiceIds.indexOf(ref.replace(/-PART\d+$/, ''))
+    if (i >= 0 && iCurrency[i] === pCurrency[j]) invoiceOf.set(j, i)
   })
-  const correct = (l: number, r: number) => invoiceIds[l] === refs[r]
-  const population = (_l: number, r: number) => payable.get(r) ?? -1
-  const clean = [0, 1, 2].map((i) => ({ left: i, right: refs.indexOf(invoiceIds[i]) }))
-  const splitLeft = invoiceIds.indexOf(split)
-  const parts = refs.map((ref, j) => (ref === split ? j : -1)).filter((j) => j >= 0)
-  const withSplit = [...clean, ...parts.map((right) => ({ left: splitLeft, right }))]
-  const label = folder.replace(/^kalla\/?/, '') || 'hand-written'
-  const q1 = endToEnd(invoices, payments, kallaMappings, clean, correct, population, payable.size)
-  const q2 = endToEnd(invoices, payments, kallaMappings, withSplit, correct, population, payable.size)
-  t.comment(
-    `kalla ${label}: 3 pairs precision ${round3(q1.precision)} recall ${round3(q1.recall)}; with the split (${split}) precision ${round3(q2.precision)} recall ${round3(q2.recall)}`,
-  )
-  t.comment(q2.recipe.passes.map((p) => `${p.name}: ${p.when}`).join('\n'))
-  t.equal(q1.precision, 1)
-  t.equal(round3(q1.recall), expected[0])
-  t.equal(q2.precision, 1)
-  t.equal(round3(q2.recall), expected[1])
+  const units = new Map([...invoiceOf.keys()].map((j, k) => [j, k]))
+  const truth: Truth = {
+    correct: (l, r) => invoiceOf.get(r) === l,
+    unit: (_l, r) => units.get(r) ?? -1,
+    size: units.size,
+  }
+  // three ordinary pairs: the first three invoices and the payments naming them
+  const confirmed = [0, 1, 2].map((i) => ({ left: i, right: refs.indexOf(invoiceIds[i]) }))
+  return { invoices, payments, truth, confirmed, invoiceOf, refs }
 }
 
-t.test('kalla/generated: 3 clean pairs, then a confirmed split', { skip: datasetsSkip }, (t) =>
-  kalla(t, 'kalla/generated', 'INV-000038', [0.902, 1]),
+t.test(
+  'kalla/generated: 3 confirmed pairs find the exact, tolerance and split payments',
+  { skip: datasetsSkip },
+  async (t) => {
+    const { invoices, payments, truth, confirmed, invoiceOf } = await kallaTruth('kalla/generated')
+    const stats = JSON.parse(await readFile(join(datasetsDir, 'kalla/generated/stats.json'), 'utf8'))
+    // the truth agrees with the generator's own count: 30 exact + 7 tolerance + 2 invoices paid in 2 parts
+    t.equal(truth.size, stats.exact_matches + stats.tolerance_matches + 2 * stats.duplicates)
+    t.equal(truth.size, stats.total_payments - stats.orphan_right)
+    t.equal(new Set(invoiceOf.values()).size, stats.total_invoices - stats.orphan_left)
+
+    const q = endToEnd(invoices, payments, kallaMappings, confirmed, truth, 100)
+    t.comment(`kalla/generated, 3 confirmed pairs, 100-row previews (whole files): ${describe(q)}`)
+    t.comment(q.recipe.passes.map((p) => `${p.name}: ${p.when}`).join('\n'))
+    t.ok(q.precision >= 0.98, `precision ${q.precision}`)
+    t.ok(q.recall >= 0.95, `recall ${q.recall}`)
+    t.same(
+      q.recipe.passes.slice(-2).map((p) => [p.name, p.when, p.aggregate]),
+      [
+        [
+          'near_amounts',
+          'l.invoice_id = r.reference_number AND l.customer_id = r.payer_id AND l.currency = r.currency AND ABS(l.amount - r.paid_amount) <= 0.025 * ABS(l.amount)',
+          undefined,
+        ],
+        [
+          'split_groups',
+          "l.customer_id = r.payer_id AND l.currency = r.currency AND r.reference_number LIKE l.invoice_id || '-%'",
+          { sum: 'r.paid_amount', equals: 'l.amount', tolerance: '0.02', max_group: 4 },
+        ],
+      ],
+      'near pairs 0.2%..1.95% apart give 2.5%; the PART references give a 1:N pass',
+    )
+
+    // a 20-row preview shows neither a near pair nor a split: nothing justifies more than equality
+    const shown = endToEnd(invoices, payments, kallaMappings, confirmed, truth, 20)
+    t.comment(`kalla/generated, 3 confirmed pairs, 20-row previews: ${describe(shown)}`)
+    t.equal(shown.precision, 1)
+    t.equal(round3(shown.recall), round3(30 / 41), 'the 30 exact payments only')
+  },
 )
-t.test('kalla hand-written: 3 clean pairs, then a confirmed split', { skip: datasetsSkip }, (t) =>
-  kalla(t, 'kalla', 'INV-2024-008', [0.8, 1]),
+
+t.test(
+  'kalla hand-written: 3 confirmed pairs; the wire fee is a difference of another size',
+  { skip: datasetsSkip },
+  async (t) => {
+    const { invoices, payments, truth, confirmed, refs } = await kallaTruth('kalla')
+    t.equal(truth.size, 10, 'INV-2024-001..007, both parts of 008, and 015')
+    const q = endToEnd(invoices, payments, kallaMappings, confirmed, truth, 100)
+    t.comment(`kalla hand-written, 3 confirmed pairs, whole files: ${describe(q)}`)
+    t.comment(q.recipe.passes.map((p) => `${p.name}: ${p.when}`).join('\n'))
+    t.equal(q.precision, 1, 'the DUP, the advance and the unknown references stay unmatched')
+    // The sample's near pairs are 0.01 (a rounding) and 15.00 (a wire fee): 1,500 times apart, the
+    // same shape as acquirer-settlement's 0.03 tolerance and 7.25 mismatch, which its labels say
+    // must not match. Three equal-amount pairs cannot tell the two conventions apart, so the wire
+    // fee is left for review and named in the rule's description.
+    t.equal(round3(q.recall), 0.9, 'every true payment but the wire-fee one')
+    const near = q.recipe.passes.find((p) => p.name === 'near_amounts')
+    t.match(near?.when, /ABS\(l\.amount - r\.paid_amount\) <= 0\.02$/)
+    const split = q.recipe.passes.find((p) => p.name === 'split_groups')
+    t.match(split?.when, /r\.reference_number LIKE l\.invoice_id \|\| '-%'/)
+    t.ok(refs.includes('INV-2024-002-DUP'))
+
+    // a person who confirms the wire-fee pair as well teaches the tolerance
+    const fee = { left: 5, right: refs.indexOf('INV-2024-006') }
+    const taught = endToEnd(invoices, payments, kallaMappings, [...confirmed, fee], truth, 100)
+    t.comment(`kalla hand-written, the wire-fee pair confirmed too: ${describe(taught)}`)
+    t.equal(taught.precision, 1)
+    t.equal(taught.recall, 1)
+  },
 )

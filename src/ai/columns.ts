@@ -78,14 +78,38 @@ export class ColumnFinder {
     return this.find(side, 'amount', ['number']) ?? this.schema(side).find((c) => c.type === 'decimal')
   }
 
-  /** A column named in the text itself (by its name or a glossary term), on either side. */
-  named(word: string): { side: SourceSide; col: ColumnT }[] {
-    const out: { side: SourceSide; col: ColumnT }[] = []
-    for (const side of ['a', 'b'] as const) {
+  /**
+   * The columns a word in the text names, on either side. A column's own name or a glossary term
+   * names that column, and through the mappings its partner on the other side: with amount mapped
+   * to gross_amount, "amount above 500" is about both sources' amounts. A word that names no
+   * column but a synonym group ("total", "date") means that kind of column on both sides.
+   */
+  named(word: string, families?: TypeFamily[]): { side: SourceSide; col: ColumnT }[] {
+    const fits = (c: ColumnT | undefined): c is ColumnT => !!c && (!families || families.includes(typeFamily(c.type)))
+    const own = (side: SourceSide) => {
       const col =
         this.glossaryColumn(side, word) ?? this.schema(side).find((c) => c.name.toLowerCase() === word.toLowerCase())
-      if (col) out.push({ side, col })
+      return fits(col) ? col : undefined
     }
-    return out
+    const found = { a: own('a'), b: own('b') }
+    if (found.a || found.b) {
+      for (const [side, other] of [
+        ['a', 'b'],
+        ['b', 'a'],
+      ] as const) {
+        const known = found[other]
+        if (found[side] || !known) continue
+        const m = this.ctx.mappings?.find((x) => (other === 'a' ? x.field_a : x.field_b) === known.name)
+        const partner = m && this.column(side, side === 'a' ? m.field_a : m.field_b)
+        if (fits(partner)) found[side] = partner
+      }
+    } else if (this.vocabulary.groupOfName(word) !== undefined) {
+      found.a = this.find('a', word, families)
+      found.b = this.find('b', word, families)
+    }
+    return (['a', 'b'] as const).flatMap((side) => {
+      const col = found[side]
+      return col ? [{ side, col }] : []
+    })
   }
 }

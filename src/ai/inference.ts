@@ -1,12 +1,12 @@
 // Inference: the rules that explain confirmed pairs. Observes, over the confirmed 1:1 pairs,
 // which linked columns are equal (exactly or after TRIM/UPPER), the largest amount difference and
-// the range of date lags; over confirmed groups (one a row with several b rows), what the group
-// shares and how its parts extend the reference. Rules come out strictest first, each validated.
+// the range of date lags; the amounts stay a condition of every rule. Then what the rest of the
+// sample shows (near amounts, split references: sample-evidence.ts) and confirmed groups
+// (split-rules.ts). Rules come out strictest first, each validated.
 
 import { type GlossaryRoles, glossaryRoles, withGlossary } from './glossary-roles.js'
 import {
   amountOf,
-  amountScale,
   chooseLinks,
   dayOf,
   isCodeLike,
@@ -14,21 +14,14 @@ import {
   type Link,
   type LinkSamples,
   normalized,
-  textAgreement,
   textOf,
 } from './links.js'
 import { chooseGreedily, scorePairs } from './pairs.js'
 import { recordKey } from './record-keys.js'
-import {
-  amountSql,
-  dateWindow,
-  decimalText,
-  equalitySql,
-  ruleIssues,
-  toleranceText,
-  windowSql,
-  windowWords,
-} from './rules.js'
+import { amountSql, dateWindow, equalitySql, ruleIssues, toleranceText, windowSql, windowWords } from './rules.js'
+import { abs, type Equal, equalLinks, joinWords, scaleOf } from './observations.js'
+import { amountDiff, byDiff, firstKind, nearAmounts } from './sample-evidence.js'
+import { groupRules, splitRule } from './split-rules.js'
 import type { ColumnT, GlossaryT, MappingT, RowT, RuleT } from './schemas.js'
 
 export interface InferenceInput {
@@ -50,39 +43,40 @@ export interface Inference {
 /** Proposals at least this sure stand in for confirmations when there are none. */
 const PROPOSAL_FLOOR = 0.6
 
-interface Equal {
-  link: Link
-  exact: boolean
-}
-
-const abs = (x: bigint) => (x < 0n ? -x : x)
-
 /** Nearly every value distinct: a chargeback may repeat a sale's order_id, a currency repeats everywhere. */
 function mostlyUnique(rows: RowT[], column: string): boolean {
   const values = rows.map((r) => textOf(r[column])).filter((v) => v !== null)
   return new Set(values.map(normalized)).size >= 0.8 * values.length
 }
 
-/** Text links equal on every pair, exactly or only after normalising. */
-function equalLinks(links: Link[], pairs: [RowT, RowT][]): Equal[] {
-  const out: Equal[] = []
-  for (const link of links) {
-    if (link.role !== 'text' || pairs.length === 0) continue
-    const agreements = pairs.map(([a, b]) => textAgreement(textOf(a[link.a.name]), textOf(b[link.b.name])))
-    if (agreements.every((g) => g === 'exact')) out.push({ link, exact: true })
-    else if (agreements.every((g) => g === 'exact' || g === 'normalized')) out.push({ link, exact: false })
+/**
+ * A person's confirmed pairs are all true, whatever their amounts; proposals are guesses, and a
+ * proposal 7.25 off among exact ones is more likely a mismatch than a tolerance to learn. Only
+ * the proposals whose amount difference is of the smallest kind stand in for confirmations (the
+ * sample's near pairs get their own rule).
+ */
+function closestKind<P extends { left: number; right: number }>(
+  proposals: P[],
+  amount: Link | undefined,
+  s: LinkSamples,
+): P[] {
+  if (!amount) return proposals
+  const diffOf = (p: P) => {
+    const x = amountOf(s.rowsA[p.left][amount.a.name])
+    const y = amountOf(s.rowsB[p.right][amount.b.name])
+    return x === null || y === null ? null : amountDiff(x, y)
   }
-  return out
+  const diffs = proposals
+    .map(diffOf)
+    .filter((d) => d !== null)
+    .sort(byDiff)
+  if (!diffs.length) return proposals
+  const limit = diffs[firstKind(diffs) - 1].diff
+  return proposals.filter((p) => {
+    const d = diffOf(p)
+    return d === null || d.diff <= limit
+  })
 }
-
-function scaleOf(link: Link, s: LinkSamples): number {
-  const declared = Math.max(link.a.scale ?? 0, link.b.scale ?? 0)
-  const seen = [...s.rowsA.map((r) => amountScale(r[link.a.name])), ...s.rowsB.map((r) => amountScale(r[link.b.name]))]
-  return Math.max(declared, ...seen, 0)
-}
-
-const joinWords = (words: string[]) =>
-  words.length <= 1 ? words.join('') : `${words.slice(0, -1).join(', ')} and ${words[words.length - 1]}`
 
 export function infer(input: InferenceInput): Inference {
   const samples: LinkSamples = {
@@ -101,7 +95,13 @@ export function infer(input: InferenceInput): Inference {
   )
   const fromProposals = confirmed.length === 0
   const pairRefs = fromProposals
-    ? chooseGreedily(scorePairs(samples, links), 100).filter((p) => p.confidence >= PROPOSAL_FLOOR)
+    ? closestKind(
+        chooseGreedily(scorePairs(samples, links), 100).filter((p) => p.confidence >= PROPOSAL_FLOOR),
+        links.find(
+          (l) => l.role === 'amount' && (l.a.name === glossary.roles.a.amount || l.b.name === glossary.roles.b.amount),
+        ) ?? links.find((l) => l.role === 'amount'),
+        samples,
+      )
     : confirmed
   const base = fromProposals ? 0.75 : 0.95
 
@@ -132,6 +132,8 @@ export function infer(input: InferenceInput): Inference {
     if (ruleIssues(full, input.schema_a, input.schema_b).length === 0) rules.push(full)
   }
 
+  // the equalities the confirmed 1:1 pairs showed, for a split rule found in the sample
+  let singleEquals: Equal[] = []
   if (singles.length) {
     const equal = equalLinks(links, singles)
     const isReference = (e: Equal) =>
@@ -203,84 +205,45 @@ export function infer(input: InferenceInput): Inference {
         }
       : undefined
     const datePart = date ? { sql: windowSql(date.link, date.window), words: windowWords(date.window) } : undefined
-    const closeness = [amountPart, datePart].filter((p) => p !== undefined)
-    const rule = (name: string, eqs: Equal[], withCloseness: boolean, why: string) => {
-      const parts = [...eqSql(eqs), ...(withCloseness ? closeness.map((p) => p.sql) : [])]
+    type Part = { sql: string; words: string }
+    const both = [amountPart, datePart].filter((p) => p !== undefined)
+    const amountOnly = amountPart ? [amountPart] : []
+    const rule = (name: string, eqs: Equal[], closeness: Part[], why: string) => {
+      const parts = [...eqSql(eqs), ...closeness.map((p) => p.sql)]
       if (!parts.length) return
-      const words = [
-        ...(eqs.length ? [`same ${joinWords(eqWords(eqs))}`] : []),
-        ...(withCloseness ? closeness.map((p) => p.words) : []),
-      ]
+      const words = [...(eqs.length ? [`same ${joinWords(eqWords(eqs))}`] : []), ...closeness.map((p) => p.words)]
       push({ name, sql: parts.join(' AND '), description: `${joinWords(words)}: ${why}`, pattern: '1:1' })
     }
     const n = singles.length
     const seen = `${n} ${fromProposals ? 'proposed' : 'confirmed'} pair${n === 1 ? '' : 's'}`
+    // amounts stay in every rule the confirmed amounts agreed on: shared identifiers do not make a
+    // settlement 7.25 off the same sale
+    const amountWhy = amount && amount.max === 0n ? ' with equal amounts' : ''
+    let strictest: Equal[] = []
     if (identifiers.length > 1) {
-      rule('identifiers', [...identifiers, ...attributes], false, `every identifier agreed on the ${seen}`)
-      rule('reference_amount_date', [identifiers[0], ...attributes], true, `as on the ${seen}`)
+      strictest = [...identifiers, ...attributes]
+      rule('identifiers', strictest, amountOnly, `every identifier agreed on the ${seen}${amountWhy}`)
+      rule('reference_amount_date', [identifiers[0], ...attributes], both, `as on the ${seen}`)
     } else if (identifiers.length === 1) {
-      rule('reference_amount_date', [identifiers[0], ...attributes], true, `as on the ${seen}`)
-      rule('reference', [identifiers[0]], false, `the reference agreed on the ${seen}`)
-    } else if (closeness.length) {
-      rule('amount_date', [...attributes, ...names], true, `no shared identifier; as on the ${seen}`)
+      strictest = [identifiers[0], ...attributes]
+      rule('reference_amount_date', strictest, both, `as on the ${seen}`)
+      rule('reference_amount', strictest, amountOnly, `the reference agreed on the ${seen}${amountWhy}`)
+    } else if (both.length) {
+      rule('amount_date', [...attributes, ...names], both, `no shared identifier; as on the ${seen}`)
     }
+    // then what the rest of the sample shows: amounts a little apart on records that agree on everything else
+    const near =
+      amount && strictest.length
+        ? nearAmounts(input.sample_a, input.sample_b, strictest, amount.link, amount.max, scaleOf(amount.link, samples))
+        : undefined
+    if (near) rule('near_amounts', strictest, [near], `the ${seen} and ${near.evidence}`)
+    singleEquals = strictest
   }
 
-  for (const group of groupRules(links, multi, samples)) {
-    push(group)
+  if (multi.length) for (const group of groupRules(links, multi, samples)) push(group)
+  else {
+    const split = splitRule(links, singleEquals, samples)
+    if (split) push(split)
   }
   return { pattern: rules.some((r) => r.pattern === '1:N') ? '1:N' : '1:1', primary_keys, rules }
-}
-
-/** One a row paid by several b rows: what the parts share, how they extend the reference, their sum. */
-function groupRules(links: Link[], groups: [RowT, RowT[]][], samples: LinkSamples): Omit<RuleT, 'confidence'>[] {
-  if (!groups.length) return []
-  const flat: [RowT, RowT][] = groups.flatMap(([a, bs]) => bs.map((b) => [a, b] as [RowT, RowT]))
-  const equal = equalLinks(links, flat).filter((e) => flat.every(([a]) => isOneToken(textOf(a[e.link.a.name]) ?? '')))
-  const parts: string[] = equal.map((e) => equalitySql(e.link, e.exact))
-  const words: string[] = equal.map(
-    (e) => `same ${e.link.a.name === e.link.b.name ? e.link.a.name : `${e.link.a.name}/${e.link.b.name}`}`,
-  )
-  for (const link of links) {
-    if (link.role !== 'text' || equal.some((e) => e.link === link)) continue
-    // every part's reference is the a row's id, a separator, then more: INV-8-PART1
-    const separators = new Set<string>()
-    const extends_ = flat.every(([a, b]) => {
-      const x = textOf(a[link.a.name])
-      const y = textOf(b[link.b.name])
-      if (x === null || y === null || !isCodeLike(x) || !y.startsWith(x) || y.length < x.length + 2) return false
-      separators.add(y[x.length])
-      return /[-_/.#]/.test(y[x.length])
-    })
-    if (extends_ && separators.size === 1) {
-      const sep = [...separators][0]
-      parts.push(`r.${link.b.name} LIKE l.${link.a.name} || '${sep}%'`)
-      words.push(`${link.b.name} extends ${link.a.name} with '${sep}…'`)
-    }
-  }
-  const amount = links.find((l) => l.role === 'amount' && l.a.type !== 'float' && l.b.type !== 'float')
-  if (!amount || !parts.length) return []
-  const scale = scaleOf(amount, samples)
-  let worst = 0n
-  for (const [a, bs] of groups) {
-    const x = amountOf(a[amount.a.name]) ?? 0n
-    const sum = bs.reduce((s, b) => s + (amountOf(b[amount.b.name]) ?? 0n), 0n)
-    worst = abs(x - sum) > worst ? abs(x - sum) : worst
-  }
-  const tolerance = worst === 0n ? decimalText(1n, scale) : toleranceText(worst, scale)
-  const largest = Math.max(...groups.map(([, bs]) => bs.length))
-  return [
-    {
-      name: 'split_groups',
-      sql: parts.join(' AND '),
-      description: `${joinWords(words)}; the parts' ${amount.b.name} sum to ${amount.a.name} within ${tolerance}: as in ${groups.length} confirmed group${groups.length === 1 ? '' : 's'}`,
-      pattern: '1:N',
-      aggregate: {
-        sum: `r.${amount.b.name}`,
-        equals: `l.${amount.a.name}`,
-        tolerance,
-        max_group: Math.min(12, Math.max(2, largest + 2)),
-      },
-    },
-  ]
 }

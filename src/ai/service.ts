@@ -51,18 +51,19 @@ export class AiService {
     private readonly settings: AiSettings,
     private readonly log?: FastifyBaseLogger,
     private readonly metrics?: Metrics,
+    private readonly toolset: AiTool[] = TOOLS,
   ) {}
 
   tools(): AiTool[] {
-    return TOOLS
+    return this.toolset
   }
 
   tool(name: string): AiTool {
-    const tool = TOOLS.find((t) => t.name === name)
+    const tool = this.toolset.find((t) => t.name === name)
     if (!tool) {
       const near = nearestNames(
         name,
-        TOOLS.map((t) => t.name),
+        this.toolset.map((t) => t.name),
       )
       throw new ConcordError(
         'unknown_tool',
@@ -123,8 +124,14 @@ export class AiService {
     const problems = Value.Check(tool.output, result)
       ? (tool.check?.(result as never, input as never) ?? [])
       : [...Value.Errors(tool.output, result)].slice(0, 5).map((e) => `${e.instancePath || 'result'} ${e.message}`)
+    // a bug in the tool, not in the caller's input: a coded 500 the caller can report
     if (problems.length)
-      throw new Error(`${tool.name} produced an answer that fails its own check: ${problems.join('; ')}`)
+      throw new ConcordError(
+        'tool_failed',
+        `${tool.name} produced an answer that fails its own check: ${problems.join('; ')}`,
+        500,
+        'report this input; a different wording or sample may get an answer meanwhile',
+      )
     return { result, engine: 'deterministic' }
   }
 }

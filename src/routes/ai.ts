@@ -37,6 +37,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           400: Type.Ref('ErrorReply'),
           404: Type.Ref('ErrorReply'),
           422: Type.Ref('ErrorReply'),
+          500: Type.Ref('ErrorReply'),
           502: Type.Ref('ErrorReply'),
         },
       },

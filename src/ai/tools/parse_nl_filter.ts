@@ -99,12 +99,22 @@ class Reader {
   /** Reads one phrase at the cursor; false when none starts here. */
   private step(): boolean {
     const t = this.toks[this.i]
-    const qualified = this.finder.named(t.word)
-    if (qualified.length && this.comparisonAt(1)) {
-      this.i++
-      return this.comparison(qualified)
+    if (this.comparisonAt(1)) {
+      const qualified = this.finder.named(t.word, ['number'])
+      if (qualified.length) {
+        this.i++
+        return this.comparison(qualified)
+      }
     }
     if (this.comparisonAt(0)) return this.comparison()
+    // "date between 2024-01-05 and 2024-01-20", "settlement_date in January 2026"
+    const dated = t.kind === 'word' ? this.finder.named(t.word, ['time']) : []
+    if (dated.length) {
+      const at = this.i++
+      while (['in', 'during', 'on', 'is'].includes(this.at(0)?.word ?? '')) this.i++
+      if (this.i < this.toks.length && this.period(dated)) return true
+      this.i = at
+    }
     if (SIGNS[t.word]) {
       this.signs.push(SIGNS[t.word])
       this.i++
@@ -177,8 +187,8 @@ class Reader {
     if (sides.length) this.said.push(`${op === 'gt' ? 'sales' : 'refunds'}: ${sides.join(' and ')} ${op} 0`)
   }
 
-  /** Calendar phrases; each puts the period on every source's date column. */
-  private period(): boolean {
+  /** Calendar phrases; each puts the period on every source's date column, or on the ones named. */
+  private period(on?: { side: SourceSide; col: { name: string; type: string } }[]): boolean {
     const t = this.toks[this.i]
     const year = (k: number) => {
       const y = this.at(k)
@@ -192,11 +202,11 @@ class Reader {
       this.i += y === undefined ? 1 : 2
       // a month without a year is the latest one that has begun
       const p = monthPeriod(y ?? (month + 1 > tm ? ty - 1 : ty), month)
-      return this.apply(p, `${t.text} ${p.first.slice(0, 4)}`)
+      return this.apply(on, p, `${t.text} ${p.first.slice(0, 4)}`)
     }
     if ((t.word === 'last' || t.word === 'previous' || t.word === 'this') && this.at(1)?.word === 'month') {
       this.i += 2
-      return this.apply(monthPeriod(ty, tm - 1 - (t.word === 'this' ? 0 : 1)), `${t.word} month`)
+      return this.apply(on, monthPeriod(ty, tm - 1 - (t.word === 'this' ? 0 : 1)), `${t.word} month`)
     }
     if (
       (t.word === 'last' || t.word === 'past') &&
@@ -206,39 +216,44 @@ class Reader {
       const n = Number(this.at(1)?.text)
       this.i += 3
       // "last 7 days" is today and the six days before it
-      return this.apply({ first: addDays(this.today, 1 - n), last: this.today }, `last ${n} days`)
+      return this.apply(on, { first: addDays(this.today, 1 - n), last: this.today }, `last ${n} days`)
     }
     if (t.word === 'yesterday' || t.word === 'today') {
       const day = t.word === 'today' ? this.today : addDays(this.today, -1)
       this.i++
-      return this.apply({ first: day, last: day }, t.word)
+      return this.apply(on, { first: day, last: day }, t.word)
     }
     if ((t.word === 'between' || t.word === 'from') && this.at(1)?.kind === 'day' && this.at(3)?.kind === 'day') {
       const first = this.at(1)?.text ?? ''
       const last = this.at(3)?.text ?? ''
       this.i += 4
-      return this.apply({ first, last }, `${first} to ${last}`)
+      return this.apply(on, { first, last }, `${first} to ${last}`)
     }
     if (t.kind === 'day') {
       this.i++
-      return this.apply({ first: t.text, last: t.text }, t.text)
+      return this.apply(on, { first: t.text, last: t.text }, t.text)
     }
     const y = year(0)
     if (y !== undefined) {
       this.i++
-      return this.apply({ first: `${y}-01-01`, last: `${y}-12-31` }, String(y))
+      return this.apply(on, { first: `${y}-01-01`, last: `${y}-12-31` }, String(y))
     }
     return false
   }
 
-  private apply(p: Period, words: string): boolean {
-    const on: string[] = []
-    for (const side of ['a', 'b'] as const) {
-      const col = this.finder.dateColumn(side)
-      if (!col) continue
-      this.filters.push(...periodFilters(side, col, p))
-      on.push(`${side}.${col.name}`)
-    }
+  private apply(
+    named: { side: SourceSide; col: { name: string; type: string } }[] | undefined,
+    p: Period,
+    words: string,
+  ): boolean {
+    const targets =
+      named ??
+      (['a', 'b'] as const).flatMap((side) => {
+        const col = this.finder.dateColumn(side)
+        return col ? [{ side, col }] : []
+      })
+    for (const { side, col } of targets) this.filters.push(...periodFilters(side, col, p))
+    const on = targets.map(({ side, col }) => `${side}.${col.name}`)
     this.said.push(`${words}: ${describePeriod(p)} on ${on.join(' and ') || 'no date column'}`)
     return true
   }

@@ -1,0 +1,37 @@
+// What inference observes on pairs of rows, shared by the 1:1 rules, the split rules and the
+// sample evidence: which text links agree (exactly, or after TRIM/UPPER), at what scale amounts
+// are written, and how a list of words reads in a description.
+
+import { amountScale, type Link, type LinkSamples, textAgreement, textOf } from './links.js'
+import type { RowT } from './schemas.js'
+
+/** A text link equal on every observed pair, exactly or only after TRIM/UPPER. */
+export interface Equal {
+  link: Link
+  exact: boolean
+}
+
+export const abs = (x: bigint) => (x < 0n ? -x : x)
+
+/** Text links equal on every pair, exactly or only after normalising. */
+export function equalLinks(links: Link[], pairs: [RowT, RowT][]): Equal[] {
+  const out: Equal[] = []
+  for (const link of links) {
+    if (link.role !== 'text' || pairs.length === 0) continue
+    const agreements = pairs.map(([a, b]) => textAgreement(textOf(a[link.a.name]), textOf(b[link.b.name])))
+    if (agreements.every((g) => g === 'exact')) out.push({ link, exact: true })
+    else if (agreements.every((g) => g === 'exact' || g === 'normalized')) out.push({ link, exact: false })
+  }
+  return out
+}
+
+/** The decimal places of a link's amounts: as declared, or the most seen in the samples. */
+export function scaleOf(link: Link, s: LinkSamples): number {
+  const declared = Math.max(link.a.scale ?? 0, link.b.scale ?? 0)
+  const seen = [...s.rowsA.map((r) => amountScale(r[link.a.name])), ...s.rowsB.map((r) => amountScale(r[link.b.name]))]
+  return Math.max(declared, ...seen, 0)
+}
+
+/** "a, b and c". */
+export const joinWords = (words: string[]) =>
+  words.length <= 1 ? words.join('') : `${words.slice(0, -1).join(', ')} and ${words[words.length - 1]}`
