@@ -128,14 +128,16 @@ async function serve(t: Test, dataDir: string, port: number) {
     child.kill('SIGKILL')
   })
   const base = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 150; i++) {
+  // A generous bound: PGlite's first start and the migrations take seconds, more on a busy
+  // machine; a test that gives up early fails for the wrong reason.
+  for (let up = false, i = 0; !up; i++) {
     if (child.exitCode !== null) throw new Error(`concord serve exited: ${stderr}`)
-    const ok = await fetch(`${base}/health`).then(
+    if (i === 1200) throw new Error(`concord serve did not answer /health in 120 s: ${stderr}`)
+    up = await fetch(`${base}/health`).then(
       (r) => r.ok,
       () => false,
     )
-    if (ok) break
-    await sleep(100)
+    if (!up) await sleep(100)
   }
   const api = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
@@ -179,7 +181,7 @@ t.test(
     t.equal(started.status, 202)
     const id = started.body.id
     let status = 'queued'
-    for (let i = 0; i < 200 && status === 'queued'; i++) {
+    for (let i = 0; i < 2400 && status === 'queued'; i++) {
       status = (await first.api('GET', `/api/runs/${id}`)).body.status
       if (status === 'queued') await sleep(25)
     }
@@ -197,7 +199,7 @@ t.test(
     const retried = await second.api('POST', `/api/runs/${id}/retry`)
     t.equal(retried.status, 202)
     let done = retried.body
-    for (let i = 0; i < 600 && !['completed', 'failed'].includes(done.status); i++) {
+    for (let i = 0; i < 3000 && !['completed', 'failed'].includes(done.status); i++) {
       await sleep(100)
       done = (await second.api('GET', `/api/runs/${retried.body.id}`)).body
     }
