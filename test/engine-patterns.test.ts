@@ -323,3 +323,57 @@ t.test('wrapped keys, band joins and NULLs', async (t) => {
   t.equal(band.matches[0].deltas.days, 2)
   t.equal(band.unmatchedLeft[0].closest_candidate, null, 'R2 is outside L2s window: no candidate')
 })
+
+t.test('1:1 scores include string similarity: the likelier name or reference wins, not a tie', async (t) => {
+  // a similarity() conjunct inside a comparison still scores: Jon Smith is closer to John Smith
+  const names = runRows(
+    [{ name: 'p', pattern: '1:1', when: 'l.dob = r.dob AND similarity(l.name, r.name) >= 0.2' }],
+    [{ id: 'L1', dob: '1980-01-01', name: 'John Smith' }],
+    [
+      { id: 'R1', dob: '1980-01-01', name: 'Joan Smythe' },
+      { id: 'R2', dob: '1980-01-01', name: 'Jon Smith' },
+    ],
+  )
+  t.same(pairs(names), ['L1|R2'])
+  t.equal(names.matches[0].ambiguous, false)
+  t.same(
+    names.unmatchedRight.map((u) => [u.record_key, u.failed]),
+    [['R1', { pass: 'p', conjunct: '' }]],
+    'the loser satisfied the pass but was outscored',
+  )
+
+  // an amount-and-date pass after a reference pass: among equal amounts and dates the payment
+  // whose reference resembles the invoice's wins (the recipe's reference key scores it)
+  const e = runRows(
+    [
+      { name: 'by_ref', pattern: '1:1', when: 'l.ref = r.ref AND l.amount = r.amount' },
+      {
+        name: 'by_amount',
+        pattern: '1:1',
+        when: "ABS(l.amount - r.amount) <= 0.01 AND r.date BETWEEN l.date AND l.date + INTERVAL '3 days'",
+        after: ['by_ref'],
+      },
+    ],
+    [{ id: 'L1', ref: 'INV-2024-0042', amount: '250.00', date: '2024-05-01' }],
+    [
+      { id: 'R1', ref: 'PAYROLL MAY', amount: '250.00', date: '2024-05-02' },
+      { id: 'R2', ref: 'INV 2024 0042', amount: '250.00', date: '2024-05-02' },
+    ],
+  )
+  t.same(pairs(e), ['L1|R2'])
+  t.same(
+    e.matches.map((m) => [m.pass, m.ambiguous]),
+    [['by_amount', false]],
+  )
+  // the same two payments with identical references are a true tie
+  const tie = runRows(
+    [{ name: 'by_amount', pattern: '1:1', when: 'ABS(l.amount - r.amount) <= 0.01 AND l.ref <> r.id' }],
+    [{ id: 'L1', ref: 'INV-1', amount: '250.00' }],
+    [
+      { id: 'R1', ref: 'INV-1', amount: '250.00' },
+      { id: 'R2', ref: 'INV-1', amount: '250.00' },
+    ],
+  )
+  t.same(pairs(tie), ['L1|R1+R2'])
+  t.equal(tie.matches[0].ambiguous, true)
+})

@@ -16,7 +16,7 @@ import { bandCandidates, conjunctChecks, PairList } from './join.js'
 import { keyEquality, keyHashes } from './keys.js'
 import { type PartitionedSide, partitionBits, partitionSide } from './partition.js'
 import { type PassPlan, planPass, referencedColumns } from './plan.js'
-import { type PairScorer, scorer as scorerOf } from './score.js'
+import { type PairScorer, type ScoredPairs, scorer as scorerOf } from './score.js'
 import type { Table } from './table.js'
 import type { ColumnInfo } from './types.js'
 import { TypeChecker } from '../recipes/types.js'
@@ -30,6 +30,28 @@ import { POW10 } from './values.js'
 export interface ComparedColumns {
   amount?: { l: string; r: string }
   date?: { l: string; r: string }
+  /**
+   * The recipe's reference: its first hash key between two plain string columns
+   * (`l.invoice_id = r.reference_number`). A pass that neither keys on it nor compares strings
+   * loosely itself (an amount-and-date band pass) scores candidates by how alike their
+   * references are, so the payment naming the invoice beats one of the same amount.
+   */
+  reference?: { l: string; r: string }
+}
+
+/** The pairs a pass scores its candidates by: its own, else the recipe's. */
+export function scoredPairs(plan: PassPlan, compared: ComparedColumns): ScoredPairs {
+  const ref = compared.reference
+  const keyedOnRef =
+    ref !== undefined &&
+    plan.keys.some(
+      (k) => k.left.kind === 'column' && k.left.name === ref.l && k.right.kind === 'column' && k.right.name === ref.r,
+    )
+  return {
+    amount: plan.amount ?? compared.amount,
+    date: plan.date ?? compared.date,
+    similarity: plan.similarity ?? (keyedOnRef ? undefined : ref),
+  }
 }
 
 /** The tables a pass's compiled code reads, and how their rows map to the input tables' rows. */
@@ -102,7 +124,7 @@ export function preparePass(
   const plan = planPass(expr, pass.when, (side, c) => schemas[side].find((x) => x.name === c)?.type)
   if (!plan.keys.length && !plan.band)
     throw new Error(`pass "${pass.name}" has no usable join: add an equality or a range between l and r columns`)
-  const scored = { ...plan, amount: plan.amount ?? compared.amount, date: plan.date ?? compared.date }
+  const scored = scoredPairs(plan, compared)
   const aggregateExprs = pass.aggregate
     ? [parsePredicate(pass.aggregate.sum), parsePredicate(pass.aggregate.equals)]
     : []
@@ -134,12 +156,22 @@ export function assignmentColumns(
   compared: ComparedColumns,
 ): { l: Set<string>; r: Set<string> } {
   const exprs = pass.aggregate ? [parsePredicate(pass.aggregate.sum), parsePredicate(pass.aggregate.equals)] : []
-  const used = referencedColumns(exprs)
-  for (const pair of [plan.amount ?? compared.amount, plan.date ?? compared.date, plan.similarity]) {
+  return withScoredColumns(referencedColumns(exprs), scoredPairs(plan, compared))
+}
+
+/** Adds the columns scoring reads (similarity may read expressions over several columns). */
+function withScoredColumns(used: { l: Set<string>; r: Set<string> }, scored: ScoredPairs) {
+  for (const pair of [scored.amount, scored.date, scored.similarity]) {
     if (pair) {
       used.l.add(pair.l)
       used.r.add(pair.r)
     }
+  }
+  const s = scored.similarity
+  if (s?.left && s.right) {
+    const more = referencedColumns([s.left, s.right])
+    for (const c of more.l) used.l.add(c)
+    for (const c of more.r) used.r.add(c)
   }
   return used
 }
@@ -149,17 +181,11 @@ function partitionedSpace(
   plan: PassPlan,
   tables: { l: Table; r: Table },
   exprs: Expr[],
-  scored: ComparedColumns & { similarity?: { l: string; r: string } },
+  scored: ScoredPairs,
 ): PassSpace {
   const hashing = new ExprCompiler({ l: tables.l.columns, r: tables.r.columns }, tables)
   const hashes = keyHashes(plan.keys, hashing, tables)
-  const used = referencedColumns(exprs)
-  for (const pair of [scored.amount, scored.date, scored.similarity]) {
-    if (pair) {
-      used.l.add(pair.l)
-      used.r.add(pair.r)
-    }
-  }
+  const used = withScoredColumns(referencedColumns(exprs), scored)
   const bits = partitionBits(Math.max(tables.l.length, tables.r.length))
   const left = partitionSide(tables.l, [...used.l], hashes.left, bits)
   const right = partitionSide(tables.r, [...used.r], hashes.right, bits)

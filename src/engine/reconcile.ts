@@ -15,7 +15,7 @@ import {
 import { explainUnmatched } from './nearmiss.js'
 import { type ComparedColumns, type PassEvidence, type PreparedPass, preparePass, runPass } from './pass.js'
 import { orderPasses } from './passes.js'
-import { planPass } from './plan.js'
+import { type PassPlan, planPass } from './plan.js'
 import { amountColumn, type SideTotals, sideTotals } from './summary.js'
 import type { Table } from './table.js'
 
@@ -304,6 +304,19 @@ function passInfoOf(pass: RecipePass, p: PreparedPass | undefined): PassInfo {
   }
 }
 
+/** A hash key between two plain string columns, if the plan has one. */
+function referenceKey(
+  plan: PassPlan,
+  type: (side: 'l' | 'r', column: string) => string | undefined,
+): { l: string; r: string } | undefined {
+  for (const k of plan.keys) {
+    if (k.left.kind !== 'column' || k.right.kind !== 'column') continue
+    if (type('l', k.left.name) === 'string' && type('r', k.right.name) === 'string')
+      return { l: k.left.name, r: k.right.name }
+  }
+  return undefined
+}
+
 export function comparedColumns(recipe: Recipe, tables: { l: Table; r: Table }): ComparedColumns {
   const out: ComparedColumns = {}
   for (const pass of recipe.passes) {
@@ -315,6 +328,7 @@ export function comparedColumns(recipe: Recipe, tables: { l: Table; r: Table }):
       )
       out.amount ??= plan.amount
       out.date ??= plan.date
+      out.reference ??= referenceKey(plan, (side, c) => tables[side].columns.find((x) => x.name === c)?.type)
     } catch {
       // a pass that does not parse reports itself when it runs
     }

@@ -5,7 +5,7 @@
 
 import type { Expr } from '../recipes/predicate.js'
 import type { ExprCompiler } from './compile.js'
-import type { PassPlan } from './plan.js'
+import type { PassPlan, SimilarityPair } from './plan.js'
 import { trigramSimilarity } from './runtime.js'
 
 const DAY_MS = 86_400_000
@@ -24,7 +24,10 @@ export interface PairScorer {
   days(i: number, j: number): number
 }
 
-export function scorer(plan: PassPlan, compiler: ExprCompiler): PairScorer {
+/** What a pass scores by: its plan's pairs, or those the recipe's other passes compare. */
+export type ScoredPairs = Pick<PassPlan, 'amount' | 'date'> & { similarity?: SimilarityPair }
+
+export function scorer(plan: ScoredPairs, compiler: ExprCompiler): PairScorer {
   let amountL: Reader<number> | undefined
   let amountR: Reader<number> | undefined
   let amountScale = 0
@@ -46,8 +49,9 @@ export function scorer(plan: PassPlan, compiler: ExprCompiler): PairScorer {
   let nameL: Reader<string> | undefined
   let nameR: Reader<string> | undefined
   if (plan.similarity) {
-    nameL = compiler.build('i', compiler.compile(col('l', plan.similarity.l)).code)
-    nameR = compiler.build('j', compiler.compile(col('r', plan.similarity.r)).code)
+    const s = plan.similarity
+    nameL = compiler.build('i', compiler.compile(s.left ?? col('l', s.l)).code)
+    nameR = compiler.build('j', compiler.compile(s.right ?? col('r', s.r)).code)
   }
   const amountUnit = amountScale < 0 ? 0.01 : 1
 
