@@ -377,3 +377,96 @@ t.test('1:1 scores include string similarity: the likelier name or reference win
   t.same(pairs(tie), ['L1|R1+R2'])
   t.equal(tie.matches[0].ambiguous, true)
 })
+
+t.test('1:N ranks candidates before its cap: the right group is found wherever the join put it', async (t) => {
+  const pass = (when: string) => ({
+    name: 'split',
+    pattern: '1:N' as const,
+    when,
+    aggregate: { sum: 'r.amount', equals: 'l.amount', tolerance: 0.01, max_group: 5 },
+  })
+  const left = [{ id: 'P1', customer: 'C1', amount: '100.00', date: '2024-06-15' }]
+  // 26 parts of 7.00 (no five of them make 100.00) come first, from months away; the two
+  // payments that make the invoice come last, within days of it
+  const decoys = Array.from({ length: 26 }, (_, n) => ({
+    id: `D${String(n).padStart(2, '0')}`,
+    customer: 'C1',
+    amount: '7.00',
+    date: '2024-01-10',
+  }))
+  const parts = [
+    { id: 'X1', customer: 'C1', amount: '60.00', date: '2024-06-16' },
+    { id: 'X2', customer: 'C1', amount: '40.00', date: '2024-06-18' },
+  ]
+  const e = runRows(
+    [pass("l.customer = r.customer AND r.date BETWEEN l.date - INTERVAL '200 days' AND l.date + INTERVAL '30 days'")],
+    left,
+    [...decoys, ...parts],
+  )
+  t.same(pairs(e), ['P1|X1+X2'])
+  t.same(partitionProblems(e, 1, 28), [])
+  // 28 usable candidates, more than the 24 the search takes: the cap was met, and said so
+  t.same(e.result.summary.passes[0].search, { candidates_capped: 1, visits_exhausted: 0, groups_over_max: 0 })
+
+  // candidates that cannot be in any group (each beyond the amount) are pruned before the cap
+  const big = Array.from({ length: 30 }, (_, n) => ({
+    id: `B${String(n).padStart(2, '0')}`,
+    customer: 'C1',
+    amount: '150.00',
+    date: '2024-06-15',
+  }))
+  const pruned = runRows([pass('l.customer = r.customer')], left, [...big, ...parts])
+  t.same(pairs(pruned), ['P1|X1+X2'])
+  t.same(pruned.result.summary.passes[0].search, { candidates_capped: 0, visits_exhausted: 0, groups_over_max: 0 })
+})
+
+t.test('1:N reports a search cut short by its visit limit instead of failing silently', async (t) => {
+  // 24 parts of 7.00 never sum to 100.00 (14 × 7 = 98, 15 × 7 = 105), and with max_group 20 the
+  // search cannot try every subset within its visits
+  const e = runRows(
+    [
+      {
+        name: 'split',
+        pattern: '1:N',
+        when: 'l.customer = r.customer',
+        aggregate: { sum: 'r.amount', equals: 'l.amount', tolerance: 0.01, max_group: 20 },
+      },
+    ],
+    [{ id: 'P1', customer: 'C1', amount: '100.00' }],
+    Array.from({ length: 24 }, (_, n) => ({ id: `D${n}`, customer: 'C1', amount: '7.00' })),
+  )
+  t.same(pairs(e), [])
+  t.same(e.result.summary.passes[0].search, { candidates_capped: 0, visits_exhausted: 1, groups_over_max: 0 })
+  t.equal(e.unmatchedLeft.length, 1)
+  t.equal(e.unmatchedRight.length, 24)
+})
+
+t.test('N:M respects max_group on both sides when the recipe declares it', async (t) => {
+  const pass = (max?: number) => ({
+    name: 'monthly',
+    pattern: 'N:M' as const,
+    when: 'l.customer = r.customer',
+    aggregate: { sum: 'r.amount', equals: 'l.amount', tolerance: 0, ...(max === undefined ? {} : { max_group: max }) },
+  })
+  const left = [
+    { id: 'L1', customer: 'C1', amount: '10.00' },
+    { id: 'L2', customer: 'C1', amount: '20.00' },
+    { id: 'L3', customer: 'C1', amount: '30.00' },
+    { id: 'L4', customer: 'C2', amount: '5.00' },
+    { id: 'L5', customer: 'C2', amount: '5.00' },
+    { id: 'L6', customer: 'C3', amount: null },
+  ]
+  const right = [
+    { id: 'R1', customer: 'C1', amount: '60.00' },
+    { id: 'R2', customer: 'C2', amount: '4.00' },
+    { id: 'R3', customer: 'C2', amount: '6.00' },
+    { id: 'R4', customer: 'C3', amount: '0.00' },
+  ]
+  // undeclared: any group size; a group with a NULL amount has no known sum and never matches
+  t.same(pairs(runRows([pass()], left, right)), ['L1+L2+L3|R1', 'L4+L5|R2+R3'])
+  // max_group 2: C1's three left records are too many, C2's two and two fit
+  const bounded = runRows([pass(2)], left, right)
+  t.same(pairs(bounded), ['L4+L5|R2+R3'])
+  t.equal(bounded.result.summary.passes[0].search!.groups_over_max, 1)
+  t.same(partitionProblems(bounded, 6, 4), [])
+})

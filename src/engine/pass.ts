@@ -7,7 +7,7 @@
 import type { Expr, Side } from '../recipes/predicate.js'
 import { parsePredicate } from '../recipes/predicate.js'
 import type { RecipePass } from '../recipes/schema.js'
-import { matchGroups } from './aggregate.js'
+import { matchGroups, noBounds, type SearchBounds } from './aggregate.js'
 import { assignOneToOne } from './assign.js'
 import { CompileError, ExprCompiler } from './compile.js'
 import type { MatchBuilder } from './evidence.js'
@@ -91,6 +91,8 @@ export interface PassEvidence {
   }
   /** Band passes: probed again after the last pass, among the records still unmatched. */
   band?: PreparedPass
+  /** Aggregate passes: how often the bounded group search met its limits. */
+  search?: SearchBounds
 }
 
 /** An aggregate pass's amounts as integer units at one scale, and its limits. */
@@ -316,7 +318,7 @@ export function runPass(
       // a tie's deltas are those of one tied pair: every pair in it scored the same
       tie: (l, r, score) => sink.group(l, r, score, true, s.pairAmountDelta(l[0], r[0]), s.days(l[0], r[0])),
     })
-  } else aggregatePass(p, pairs, lf, rf, sink.group)
+  } else evidence.search = aggregatePass(p, pairs, lf, rf, sink.group)
   return evidence
 }
 
@@ -328,7 +330,8 @@ function aggregatePass(
   leftFree: Uint8Array,
   rightFree: Uint8Array,
   emit: GroupSink,
-): void {
+): SearchBounds {
+  const bounds = noBounds()
   const agg = p.aggregate!
   const { tolerance } = agg
   const closeness = (delta: number) => 0.5 + 0.5 * (1 - Math.min(1, Math.abs(delta) / Math.max(1, tolerance * 2)))
@@ -336,16 +339,20 @@ function aggregatePass(
   if (p.pass.pattern === 'N:M') {
     const leftAmount = agg.sumSide === 'l' ? agg.sum : agg.equals
     const rightAmount = agg.sumSide === 'r' ? agg.sum : agg.equals
+    // max_group bounds each side of an N:M group only when the recipe declares it
+    const limit = p.pass.aggregate?.max_group ?? Infinity
     for (const g of keyGroups(pairs, leftFree.length, rightFree.length)) {
-      let delta = 0
-      for (const i of g.left) delta += leftAmount(i) ?? 0
-      for (const j of g.right) delta -= rightAmount(j) ?? 0
-      if (Math.abs(delta) > tolerance) continue
+      if (g.left.length > limit || g.right.length > limit) {
+        bounds.groups_over_max++
+        continue
+      }
+      const delta = groupDelta(g.left, g.right, leftAmount, rightAmount)
+      if (delta === null || Math.abs(delta) > tolerance) continue
       for (const i of g.left) leftFree[i] = 0
       for (const j of g.right) rightFree[j] = 0
       emit(g.left, g.right, closeness(delta), false, delta, Number.NaN)
     }
-    return
+    return bounds
   }
 
   // 1:N: one left against many right (sum on r); N:1: one right against many left (sum on l)
@@ -360,7 +367,9 @@ function aggregatePass(
   }
   const oneFree = oneSide === 'l' ? leftFree : rightFree
   const manyFree = oneSide === 'l' ? rightFree : leftFree
-  for (const g of matchGroups(candidates, agg.equals, agg.sum, tolerance, agg.maxGroup, manyFree)) {
+  const likeness = p.scorer.likeness
+  const rank = oneSide === 'l' ? likeness : (one: number, many: number) => likeness(many, one)
+  for (const g of matchGroups(candidates, agg.equals, agg.sum, tolerance, agg.maxGroup, manyFree, rank, bounds)) {
     oneFree[g.one] = 0
     const many = [...g.many, ...(g.alternatives ?? [])].sort((a, b) => a - b)
     const l = oneSide === 'l' ? [g.one] : many
@@ -369,6 +378,28 @@ function aggregatePass(
     const delta = oneSide === 'l' ? g.delta : -g.delta
     emit(l, r, closeness(g.delta), g.ambiguous, delta, p.scorer.days(l[0], r[0]))
   }
+  return bounds
+}
+
+/** Left sum minus right sum, in units; null when an amount is NULL (a group of unknown sum never matches). */
+function groupDelta(
+  left: number[],
+  right: number[],
+  leftAmount: (row: number) => number | null,
+  rightAmount: (row: number) => number | null,
+): number | null {
+  let delta = 0
+  for (const i of left) {
+    const v = leftAmount(i)
+    if (v === null) return null
+    delta += v
+  }
+  for (const j of right) {
+    const v = rightAmount(j)
+    if (v === null) return null
+    delta -= v
+  }
+  return delta
 }
 
 /** N:M groups: connected components of the candidate graph (records sharing the pass's keys). */

@@ -12,6 +12,7 @@ import {
   type PassInfo,
   type UnmatchedSet,
 } from './evidence.js'
+import type { SearchBounds } from './aggregate.js'
 import { explainUnmatched } from './nearmiss.js'
 import { type ComparedColumns, type PassEvidence, type PreparedPass, preparePass, runPass } from './pass.js'
 import { orderPasses } from './passes.js'
@@ -32,6 +33,8 @@ export interface PassReport {
   right_matched: number
   left_amount: string | null
   right_amount: string | null
+  /** Aggregate passes (1:N, N:1, N:M): how often the bounded group search met its limits. */
+  search?: SearchBounds
   ms: number
 }
 
@@ -137,6 +140,11 @@ export class PassScheduler {
     return true
   }
 
+  /** Records what a pass's group search ran into. */
+  searched(step: PassStep, bounds: SearchBounds | undefined): void {
+    if (bounds) this.reports.get(step.pass.name)!.search = bounds
+  }
+
   fail(step: PassStep, err: unknown): void {
     const report = this.reports.get(step.pass.name)!
     report.status = 'failed'
@@ -178,7 +186,9 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
     try {
       const p = preparePass(step.index, step.pass, tables, compared)
       prepared.push(p)
-      evidence.push(runPass(p, leftFree, rightFree, matches))
+      const done = runPass(p, leftFree, rightFree, matches)
+      scheduler.searched(step, done.search)
+      evidence.push(done)
     } catch (err) {
       scheduler.fail(step, err)
     }

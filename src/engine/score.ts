@@ -15,6 +15,8 @@ type Reader<T> = (row: number) => T | null
 
 export interface PairScorer {
   score(i: number, j: number): number
+  /** How alike a pair is apart from amounts (date closeness, similarity) in 0..1: ranks a group's candidates. */
+  likeness(i: number, j: number): number
   /** Scale of amount deltas; -1 when the amounts are floats (deltas are then plain numbers). */
   amountScale: number
   /** Left amount minus right amount (sums for groups), or NaN when there is no amount pair or a NULL. */
@@ -57,10 +59,10 @@ export function scorer(plan: ScoredPairs, compiler: ExprCompiler): PairScorer {
 
   // Closeness decays smoothly and never saturates: two candidates that are both far off still
   // rank by how far (a sale beats a chargeback of the same order), so real ties stay rare.
-  const score = (i: number, j: number): number => {
+  const closeness = (i: number, j: number, amounts: boolean): number => {
     let total = 0
     let parts = 0
-    if (amountL && amountR) {
+    if (amounts && amountL && amountR) {
       const a = amountL(i)
       const b = amountR(j)
       if (a !== null && b !== null) {
@@ -86,6 +88,8 @@ export function scorer(plan: ScoredPairs, compiler: ExprCompiler): PairScorer {
     }
     return parts === 0 ? 1 : total / parts
   }
+  const score = (i: number, j: number) => closeness(i, j, true)
+  const likeness = (i: number, j: number) => closeness(i, j, false)
 
   const amountDelta = (left: ArrayLike<number>, right: ArrayLike<number>): number => {
     if (!amountL || !amountR) return Number.NaN
@@ -118,5 +122,5 @@ export function scorer(plan: ScoredPairs, compiler: ExprCompiler): PairScorer {
     return Math.round(((b - a) / dateUnit) * 1000) / 1000
   }
 
-  return { score, amountScale, amountDelta, pairAmountDelta, days }
+  return { score, likeness, amountScale, amountDelta, pairAmountDelta, days }
 }
