@@ -3,8 +3,11 @@
 // the evidence of unmatched records.
 
 import t from 'tap'
+import { generated } from '../src/engine/compile.js'
+import { tableFromRows } from '../src/engine/json.js'
 import { orderPasses, PassGraphError } from '../src/engine/passes.js'
-import { pairs, partitionProblems, runRows } from './helpers/engine.js'
+import { reconcile } from '../src/engine/reconcile.js'
+import { evidence, pairs, partitionProblems, recipeOf, runRows } from './helpers/engine.js'
 
 const AMOUNT_AND_DATE =
   "l.ref = r.ref AND ABS(l.amount - r.amount) <= 0.01 AND r.date BETWEEN l.date - INTERVAL '5 days' AND l.date + INTERVAL '5 days'"
@@ -469,4 +472,144 @@ t.test('N:M respects max_group on both sides when the recipe declares it', async
   t.same(pairs(bounded), ['L4+L5|R2+R3'])
   t.equal(bounded.result.summary.passes[0].search!.groups_over_max, 1)
   t.same(partitionProblems(bounded, 6, 4), [])
+})
+
+t.test('records sharing a 1:1 key are never both matched: a tie is flagged, a loser is explained', async (t) => {
+  const pass = { name: 'by_ref', pattern: '1:1' as const, when: AMOUNT_AND_DATE }
+  const right = [{ id: 'R1', ref: 'A', amount: '100.00', date: '2024-01-10' }]
+  // two left records with the same reference, amount and date: neither is chosen arbitrarily
+  const tie = runRows(
+    [pass],
+    [
+      { id: 'L1', ref: 'A', amount: '100.00', date: '2024-01-10' },
+      { id: 'L2', ref: 'A', amount: '100.00', date: '2024-01-10' },
+    ],
+    right,
+  )
+  t.same(pairs(tie), ['L1+L2|R1'])
+  t.equal(tie.matches[0].ambiguous, true)
+  t.same(partitionProblems(tie, 2, 1), [])
+  // the same key but one a day off: the closer wins, the other stays unmatched and says why
+  const near = runRows(
+    [pass],
+    [
+      { id: 'L1', ref: 'A', amount: '100.00', date: '2024-01-11' },
+      { id: 'L2', ref: 'A', amount: '100.00', date: '2024-01-10' },
+    ],
+    right,
+  )
+  t.same(pairs(near), ['L2|R1'])
+  t.equal(near.matches[0].ambiguous, false)
+  t.match(near.unmatchedLeft, [
+    {
+      record_key: 'L1',
+      closest_candidate: 'R1',
+      failed: { pass: 'by_ref', conjunct: '' },
+      reason: /R1 \(it was matched elsewhere\) satisfies pass by_ref but was outscored/,
+    },
+  ])
+})
+
+t.test('the summary has counts and exact amounts per side and per pass, match rate, timings, version', async (t) => {
+  const recipe = recipeOf([
+    { name: 'exact', pattern: '1:1', when: 'l.ref = r.ref AND l.amount = r.amount' },
+    {
+      name: 'split',
+      pattern: '1:N',
+      when: 'l.customer = r.customer',
+      aggregate: { sum: 'r.amount', equals: 'l.amount', tolerance: 0.01 },
+      after: ['exact'],
+    },
+    {
+      name: 'window',
+      pattern: '1:1',
+      when: "ABS(l.amount - r.amount) <= 0.05 AND r.date BETWEEN l.date AND l.date + INTERVAL '2 days'",
+      after: ['split'],
+    },
+  ])
+  const left = tableFromRows([
+    { id: 'L1', ref: 'A', customer: 'C1', amount: '10.10', date: '2024-01-01' },
+    { id: 'L2', ref: 'B', customer: 'C2', amount: '30.00', date: '2024-01-01' },
+    { id: 'L3', ref: 'X', customer: 'C3', amount: '7.00', date: '2024-01-01' },
+    { id: 'L4', ref: 'Y', customer: 'C4', amount: '0.20', date: '2024-01-05' },
+  ])
+  const right = tableFromRows([
+    { id: 'R1', ref: 'A', customer: 'C1', amount: '10.10', date: '2024-01-01' },
+    { id: 'R2', ref: 'Q', customer: 'C2', amount: '20.00', date: '2024-01-01' },
+    { id: 'R3', ref: 'Q', customer: 'C2', amount: '10.01', date: '2024-01-01' },
+    { id: 'R4', ref: 'Z', customer: 'C9', amount: '7.03', date: '2024-01-02' },
+    { id: 'R5', ref: 'Z', customer: 'C9', amount: '0.24', date: '2024-01-09' },
+  ])
+  const e = evidence(recipe, left, right)
+  t.same(pairs(e), ['L1|R1', 'L2|R2+R3', 'L3|R4'])
+  const s = reconcile(recipe, left, right, { version: 7 }).summary
+  t.equal(s.recipe_version, 7)
+  t.equal(s.status, 'completed')
+  t.same(s.left, {
+    rows: 4,
+    matched: 3,
+    unmatched: 1,
+    amount: '47.30',
+    matched_amount: '47.10',
+    unmatched_amount: '0.20',
+  })
+  t.same(s.right, {
+    rows: 5,
+    matched: 4,
+    unmatched: 1,
+    amount: '47.38',
+    matched_amount: '47.14',
+    unmatched_amount: '0.24',
+  })
+  t.equal(s.match_rate, Math.round((7 / 9) * 1e6) / 1e6)
+  t.same(
+    s.passes.map((p) => [p.name, p.matches, p.left_matched, p.right_matched, p.left_amount, p.right_amount]),
+    [
+      ['exact', 1, 1, 1, '10.10', '10.10'],
+      ['split', 1, 1, 2, '30.00', '30.01'],
+      ['window', 1, 1, 1, '7.00', '7.03'],
+    ],
+  )
+  t.same(s.passes[1].search, { candidates_capped: 0, visits_exhausted: 0, groups_over_max: 0 })
+  t.same(Object.keys(s.timings).sort(), ['evidence_ms', 'match_ms', 'plan_ms', 'total_ms'])
+  t.ok(Object.values(s.timings).every((v) => typeof v === 'number' && v >= 0))
+  t.ok(s.passes.every((p) => typeof p.ms === 'number' && p.ms >= 0))
+  // L4's nearest miss is R5, in its amount band but a week later: the window rejected it
+  t.same(
+    e.unmatchedLeft.map((u) => [u.record_key, u.closest_candidate, u.failed]),
+    [['L4', 'R5', { pass: 'window', conjunct: "r.date BETWEEN l.date AND l.date + INTERVAL '2 days'" }]],
+  )
+  t.same(
+    e.unmatchedRight.map((u) => [u.record_key, u.closest_candidate]),
+    [['R5', 'L4']],
+  )
+})
+
+t.test('residual predicates are compiled once per pass, not per row or partition', async (t) => {
+  const rows = (n: number, side: 'l' | 'r') =>
+    Array.from({ length: n }, (_, k) => ({
+      id: `${side}${k}`,
+      ref: `REF-${k % (n / 2)}`,
+      amount: ((k % 97) + 0.5).toFixed(2),
+      date: `2024-01-${String((k % 28) + 1).padStart(2, '0')}`,
+    }))
+  const recipe = recipeOf([
+    { name: 'keyed', pattern: '1:1', when: AMOUNT_AND_DATE },
+    {
+      name: 'band',
+      pattern: '1:1',
+      when: "ABS(l.amount - r.amount) <= 0.01 AND r.date BETWEEN l.date AND l.date + INTERVAL '1 day' AND l.ref <> r.ref",
+      after: ['keyed'],
+    },
+  ])
+  const generatedFor = (n: number) => {
+    const before = generated.functions
+    const result = reconcile(recipe, tableFromRows(rows(n, 'l')), tableFromRows(rows(n, 'r')))
+    t.equal(result.summary.status, 'completed')
+    return generated.functions - before
+  }
+  const small = generatedFor(200)
+  const large = generatedFor(20_000) // 20,000 rows a side: the keyed pass runs on many partitions
+  t.ok(small > 0)
+  t.equal(large, small, `${small} functions for 200 rows, ${large} for 20,000`)
 })
