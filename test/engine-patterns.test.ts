@@ -7,6 +7,8 @@ import { generated } from '../src/engine/compile.js'
 import { tableFromRows } from '../src/engine/json.js'
 import { orderPasses, PassGraphError } from '../src/engine/passes.js'
 import { reconcile } from '../src/engine/reconcile.js'
+import type { ColumnInfo } from '../src/engine/types.js'
+import { explainRecipe } from '../src/recipes/explain.js'
 import { evidence, pairs, partitionProblems, recipeOf, runRows } from './helpers/engine.js'
 
 const AMOUNT_AND_DATE =
@@ -612,4 +614,64 @@ t.test('residual predicates are compiled once per pass, not per row or partition
   const large = generatedFor(20_000) // 20,000 rows a side: the keyed pass runs on many partitions
   t.ok(small > 0)
   t.equal(large, small, `${small} functions for 200 rows, ${large} for 20,000`)
+})
+
+t.test('explain prints the plan of each pass and what its candidates are scored by', async (t) => {
+  const cols = (spec: string): ColumnInfo[] =>
+    spec.split(' ').map((c) => {
+      const [name, type] = c.split(':')
+      return { name, type: type as ColumnInfo['type'], nullable: true, ...(type === 'decimal' ? { scale: 2 } : {}) }
+    })
+  const schemas = {
+    l: cols('id:string ref:string name:string amount:decimal date:date'),
+    r: cols('id:string ref:string name:string amount:decimal date:date'),
+  }
+  const reply = explainRecipe(
+    recipeOf([
+      { name: 'by_ref', pattern: '1:1', when: 'l.ref = r.ref AND l.amount = r.amount' },
+      {
+        name: 'by_amount',
+        pattern: '1:1',
+        when: "ABS(l.amount - r.amount) <= 0.01 AND r.date BETWEEN l.date AND l.date + INTERVAL '3 days'",
+        after: ['by_ref'],
+      },
+      {
+        name: 'by_name',
+        pattern: '1:1',
+        when: 'l.date = r.date AND similarity(UPPER(l.name), UPPER(r.name)) >= 0.5',
+        after: ['by_amount'],
+      },
+    ]),
+    schemas,
+  )
+  t.same(
+    reply.passes.map((p) => [p.name, p.phase, p.join, p.scoring]),
+    [
+      ['by_ref', 1, 'hash', { amount: 'l.amount - r.amount', date: 'r.date - l.date (days)', similarity: null }],
+      [
+        'by_amount',
+        2,
+        'band',
+        { amount: 'l.amount - r.amount', date: 'r.date - l.date (days)', similarity: 'similarity(l.ref, r.ref)' },
+      ],
+      [
+        'by_name',
+        3,
+        'hash',
+        {
+          amount: 'l.amount - r.amount',
+          date: 'r.date - l.date (days)',
+          similarity: 'similarity(UPPER(l.name), UPPER(r.name))',
+        },
+      ],
+    ],
+  )
+  t.match(
+    reply.text,
+    /pass by_amount \(1:1\), phase 2, after by_ref\n {2}band join: r\.amount in \[l\.amount - 0\.01, l\.amount \+ 0\.01\]/,
+  )
+  t.match(
+    reply.text,
+    /pass by_name \(1:1\), phase 3, after by_amount\n {2}hash join on l\.date = r\.date\n {2}residual: similarity/,
+  )
 })
