@@ -163,6 +163,38 @@ t.test(
     })
     const e = evidence(recipe(' AND l.currency = r.currency'), invoices, payments)
     t.same(partitionProblems(e, invoices.length, payments.length), [])
+    // every match, by reading the files: the rounded payment is a cent under, the early payment
+    // names its invoice, the wire fee is taken by the fees pass, the two parts make one group
+    const inv = (n: string) => `INV-2024-${n}`
+    const pay = (n: string) => `PAY-2024-${n}`
+    t.same(
+      e.matches.map((m) => [m.pass, m.left_keys, m.right_keys, m.deltas.amount, m.ambiguous]),
+      [
+        ...['001', '002', '003', '004', '005'].map((n) => ['exact', [inv(n)], [pay(n)], '0.00', false]),
+        ['exact', [inv('007')], [pay('007')], '-0.01', false],
+        ['exact', [inv('015')], [pay('014')], '0.00', false],
+        ['fees', [inv('006')], [pay('006')], '15.00', false],
+        ['split', [inv('008')], [pay('008A'), pay('008B')], '0.00', false],
+      ],
+    )
+    // the advance, the blank reference, the likely duplicate (its invoice is already paid), the
+    // EUR payment of another amount and the payer-name variant stay unmatched
+    t.same(
+      e.unmatchedLeft.map((u) => u.record_key),
+      ['009', '010', '011', '012', '013', '014'].map(inv),
+    )
+    t.same(
+      e.unmatchedRight.map((u) => u.record_key),
+      ['009', '010', '011', '012', '013'].map(pay),
+    )
+    const why = (key: string) => e.unmatchedLeft.find((u) => u.record_key === key)!
+    t.same(
+      [why(inv('013')).closest_candidate, why(inv('013')).failed],
+      [pay('012'), { pass: 'by_amount', conjunct: 'ABS(l.amount - r.paid_amount) <= l.amount * 0.02' }],
+      'the EUR invoice: the only EUR payment is 15000.00, not within 2%',
+    )
+    t.equal(why(inv('014')).closest_candidate, null, 'the GBP invoice: no payment in GBP shares any join')
+    t.match(why(inv('014')).reason, /no right record shares its join in any pass/)
     const split = e.matches.filter((m) => m.pass === 'split')
     t.same(
       split.map((m) => [m.left_keys, m.right_keys, m.deltas.amount]),
@@ -340,7 +372,7 @@ t.test(
     t.comment(
       `febrl: precision ${precision.toFixed(4)}, recall ${recall.toFixed(4)} (${truePositives} true, ${falsePositives} false links)`,
     )
-    t.ok(precision >= 0.995, `precision ${precision}`)
-    t.ok(recall >= 0.97, `recall ${recall}`)
+    t.ok(precision >= 0.999, `precision ${precision}`)
+    t.ok(recall >= 0.975, `recall ${recall}`)
   },
 )
