@@ -22,37 +22,109 @@ function column(table: Table, name: string): (row: number) => string {
   return (row) => String(jsonValue(col, row))
 }
 
+const nn = (n: number) => String(n).padStart(6, '0')
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, k) => from + k)
+
 t.test('kalla/generated: exact, tolerance and split passes reproduce stats.json', { skip: datasetsSkip }, async (t) => {
   const invoices = await csv('kalla/generated/invoices.csv')
   const payments = await csv('kalla/generated/payments.csv')
   const stats = JSON.parse(await readFile(join(datasetsDir, 'kalla/generated/stats.json'), 'utf8'))
-  const recipe = kallaRecipe
-  const e = evidence(recipe, invoices, payments)
+  t.same(
+    [invoices.length, payments.length, stats.exact_matches, stats.tolerance_matches, stats.duplicates],
+    [stats.total_invoices, stats.total_payments, 30, 7, 2],
+    'the dataset is the one described',
+  )
+  const e = evidence(kallaRecipe, invoices, payments)
   const s = e.result.summary
   t.same(partitionProblems(e, invoices.length, payments.length), [])
   t.same(
-    s.passes.map((p) => [p.name, p.matches]),
+    s.passes.map((p) => [p.name, p.matches, p.ambiguous]),
     [
-      ['exact', stats.exact_matches],
-      ['tolerance', stats.tolerance_matches],
-      ['split', stats.duplicates],
+      ['exact', stats.exact_matches, 0],
+      ['tolerance', stats.tolerance_matches, 0],
+      ['split', stats.duplicates, 0],
     ],
+  )
+  // record by record: INV-n with PAY-n for the exact and tolerance invoices, no other pairing
+  const byPass = (pass: string) => e.matches.filter((m) => m.pass === pass).map((m) => [m.left_keys, m.right_keys])
+  t.same(
+    byPass('exact'),
+    range(1, 30).map((n) => [[`INV-${nn(n)}`], [`PAY-${nn(n)}`]]),
+  )
+  t.same(
+    byPass('tolerance'),
+    range(31, 37).map((n) => [[`INV-${nn(n)}`], [`PAY-${nn(n)}`]]),
+  )
+  // the two "duplicate test" invoices are each paid twice (PART1/PART2): one group each whose
+  // parts sum to it, never one payment counted for two invoices
+  t.same(byPass('split'), [
+    [['INV-000038'], ['PAY-000038', 'PAY-000039']],
+    [['INV-000039'], ['PAY-000040', 'PAY-000041']],
+  ])
+  // 2 × 22450.35 = 44900.70 exactly; 2 × 16204.33 = 32408.66, a cent over 32408.65 (within tolerance)
+  t.same(
+    e.matches.filter((m) => m.pass === 'split').map((m) => m.deltas.amount),
+    ['0.00', '-0.01'],
   )
   t.equal(s.left.unmatched, stats.orphan_left)
   t.equal(s.right.unmatched, stats.orphan_right)
-  t.equal(s.ambiguous, 0)
-  const splits = e.matches.filter((m) => m.pass === 'split')
   t.same(
-    splits.map((m) => [m.left_keys, m.right_keys.length]),
-    [
-      [['INV-000038'], 2],
-      [['INV-000039'], 2],
-    ],
+    e.unmatchedLeft.map((u) => u.record_key),
+    range(40, 50).map((n) => `INV-${nn(n)}`),
   )
+  t.same(
+    e.unmatchedRight.map((u) => u.record_key),
+    range(42, 46).map((n) => `PAY-${nn(n)}`),
+  )
+  t.same([s.left.matched, s.right.matched, s.matches, s.ambiguous], [39, 41, 39, 0])
   t.comment(
     `kalla/generated: ${JSON.stringify(s.passes.map((p) => [p.name, p.matches]))}, unmatched ${s.left.unmatched}/${s.right.unmatched}`,
   )
 })
+
+t.test(
+  'kalla/generated: with 1:1 passes only, the two duplicates are flagged ambiguous, not double-matched',
+  { skip: datasetsSkip },
+  async (t) => {
+    const invoices = await csv('kalla/generated/invoices.csv')
+    const payments = await csv('kalla/generated/payments.csv')
+    const stats = JSON.parse(await readFile(join(datasetsDir, 'kalla/generated/stats.json'), 'utf8'))
+    // a reference pass that also accepts "INV-n-PARTk": each duplicate invoice then has two
+    // payments that fit equally well (same amount, same kind of reference)
+    const recipe: Recipe = {
+      ...kallaRecipe,
+      passes: [
+        ...kallaRecipe.passes.slice(0, 2),
+        {
+          name: 'reference_prefix',
+          pattern: '1:1',
+          when: "l.customer_id = r.payer_id AND r.reference_number LIKE l.invoice_id || '-%'",
+        },
+      ],
+    }
+    const e = evidence(recipe, invoices, payments)
+    const s = e.result.summary
+    t.same(partitionProblems(e, invoices.length, payments.length), [])
+    t.same(
+      s.passes.map((p) => [p.name, p.matches, p.ambiguous]),
+      [
+        ['exact', stats.exact_matches, 0],
+        ['tolerance', stats.tolerance_matches, 0],
+        ['reference_prefix', stats.duplicates, stats.duplicates],
+      ],
+    )
+    t.equal(s.ambiguous, stats.duplicates, 'the duplicates are flagged for review')
+    t.same(
+      e.matches.filter((m) => m.ambiguous).map((m) => [m.left_keys, m.right_keys]),
+      [
+        [['INV-000038'], ['PAY-000038', 'PAY-000039']],
+        [['INV-000039'], ['PAY-000040', 'PAY-000041']],
+      ],
+    )
+    t.equal(s.left.unmatched, stats.orphan_left)
+    t.equal(s.right.unmatched, stats.orphan_right)
+  },
+)
 
 t.test(
   'kalla: the split payment is a 1:N group; comparing currency keeps EUR/GBP apart',
@@ -91,6 +163,38 @@ t.test(
     })
     const e = evidence(recipe(' AND l.currency = r.currency'), invoices, payments)
     t.same(partitionProblems(e, invoices.length, payments.length), [])
+    // every match, by reading the files: the rounded payment is a cent under, the early payment
+    // names its invoice, the wire fee is taken by the fees pass, the two parts make one group
+    const inv = (n: string) => `INV-2024-${n}`
+    const pay = (n: string) => `PAY-2024-${n}`
+    t.same(
+      e.matches.map((m) => [m.pass, m.left_keys, m.right_keys, m.deltas.amount, m.ambiguous]),
+      [
+        ...['001', '002', '003', '004', '005'].map((n) => ['exact', [inv(n)], [pay(n)], '0.00', false]),
+        ['exact', [inv('007')], [pay('007')], '-0.01', false],
+        ['exact', [inv('015')], [pay('014')], '0.00', false],
+        ['fees', [inv('006')], [pay('006')], '15.00', false],
+        ['split', [inv('008')], [pay('008A'), pay('008B')], '0.00', false],
+      ],
+    )
+    // the advance, the blank reference, the likely duplicate (its invoice is already paid), the
+    // EUR payment of another amount and the payer-name variant stay unmatched
+    t.same(
+      e.unmatchedLeft.map((u) => u.record_key),
+      ['009', '010', '011', '012', '013', '014'].map(inv),
+    )
+    t.same(
+      e.unmatchedRight.map((u) => u.record_key),
+      ['009', '010', '011', '012', '013'].map(pay),
+    )
+    const why = (key: string) => e.unmatchedLeft.find((u) => u.record_key === key)!
+    t.same(
+      [why(inv('013')).closest_candidate, why(inv('013')).failed],
+      [pay('012'), { pass: 'by_amount', conjunct: 'ABS(l.amount - r.paid_amount) <= l.amount * 0.02' }],
+      'the EUR invoice: the only EUR payment is 15000.00, not within 2%',
+    )
+    t.equal(why(inv('014')).closest_candidate, null, 'the GBP invoice: no payment in GBP shares any join')
+    t.match(why(inv('014')).reason, /no right record shares its join in any pass/)
     const split = e.matches.filter((m) => m.pass === 'split')
     t.same(
       split.map((m) => [m.left_keys, m.right_keys, m.deltas.amount]),
@@ -146,9 +250,6 @@ t.test(
     const ls = column(ledger, 'scenario')
     const rs = column(settlement, 'scenario')
     const lOrder = column(ledger, 'order_id')
-    const settledOrders = new Set(
-      Array.from({ length: settlement.length }, (_, j) => column(settlement, 'order_id')(j)),
-    )
     const report = new Map<string, { matched: number; ambiguous: number; unmatched: number }>()
     const bump = (key: string, what: 'matched' | 'ambiguous' | 'unmatched') => {
       const r = report.get(key) ?? { matched: 0, ambiguous: 0, unmatched: 0 }
@@ -170,21 +271,64 @@ t.test(
     for (const [k, v] of [...report].sort())
       t.comment(`${k}: matched ${v.matched}, ambiguous ${v.ambiguous}, unmatched ${v.unmatched}`)
 
-    // every ledger sale that has a settlement is matched; no ledger-only row is
-    const missed: string[] = []
-    for (let i = 0; i < ledger.length; i++)
-      if (ls(i) === 'ledger_sale_candidate' && settledOrders.has(lOrder(i)) && !leftState.has(i)) missed.push(lOrder(i))
-    t.same(missed, [], 'every ledger_sale_candidate with a settlement is matched')
-    t.notOk(
-      report.get('ledger ledger_only')?.matched || report.get('ledger ledger_only')?.ambiguous,
-      'no ledger_only row is matched',
+    // derived from the data alone: how many settlements share each ledger sale's order, and
+    // which settlements have a ledger sale at all
+    const rOrder = column(settlement, 'order_id')
+    const settlementsOf = new Map<string, number>()
+    for (let j = 0; j < settlement.length; j++) settlementsOf.set(rOrder(j), (settlementsOf.get(rOrder(j)) ?? 0) + 1)
+    const saleOrders = new Set<string>()
+    for (let i = 0; i < ledger.length; i++) if (ls(i) === 'ledger_sale_candidate') saleOrders.add(lOrder(i))
+    const rightState = new Map<number, 'matched' | 'ambiguous'>()
+    for (let k = 0; k < m.count; k++)
+      for (let n = m.rightStart[k]; n < m.rightStart[k + 1]; n++)
+        rightState.set(m.rightRows[n], m.ambiguous[k] ? 'ambiguous' : 'matched')
+    const wrong: string[] = []
+    for (let i = 0; i < ledger.length; i++) {
+      const settled = settlementsOf.get(lOrder(i)) ?? 0
+      const state = leftState.get(i) ?? 'unmatched'
+      const expected =
+        ls(i) !== 'ledger_sale_candidate' || settled === 0 ? 'unmatched' : settled === 1 ? 'matched' : 'ambiguous'
+      if (state !== expected) wrong.push(`${lOrder(i)} (${ls(i)}, ${settled} settlements): ${state}, not ${expected}`)
+    }
+    t.same(
+      wrong,
+      [],
+      'a sale with one settlement is matched, with several is held as ambiguous, with none (or not a sale) is unmatched',
     )
-    t.equal(report.get('ledger ledger_only')?.unmatched, 120)
-    t.same(report.get('settlement acquirer_only_settlement'), { matched: 0, ambiguous: 0, unmatched: 150 })
-    // a chargeback shares its order and authorization with the sale, which scores higher and wins
-    t.same(report.get('ledger ledger_chargeback'), { matched: 0, ambiguous: 0, unmatched: 60 })
-    // duplicate settlements are held for review as ambiguous groups, never silently matched twice
-    t.same(report.get('settlement duplicate_settlement_candidate'), { matched: 0, ambiguous: 30, unmatched: 0 })
+    const strays: string[] = []
+    for (let j = 0; j < settlement.length; j++) {
+      const state = rightState.get(j) ?? 'unmatched'
+      if (!saleOrders.has(rOrder(j)) && state !== 'unmatched') strays.push(`${rOrder(j)} (${rs(j)})`)
+      if (rs(j) === 'duplicate_settlement_candidate' && state !== 'ambiguous')
+        strays.push(`${rOrder(j)} duplicate: ${state}`)
+    }
+    t.same(strays, [], 'no settlement without a ledger sale is matched; every duplicate is held for review')
+
+    // the whole per-scenario table, pinned (the comments above print it)
+    t.same(Object.fromEntries([...report].sort()), {
+      'ledger ledger_chargeback': { matched: 0, ambiguous: 0, unmatched: 60 },
+      'ledger ledger_only': { matched: 0, ambiguous: 0, unmatched: 120 },
+      'ledger ledger_sale_candidate': { matched: 785, ambiguous: 15, unmatched: 20 },
+      'settlement acquirer_only_settlement': { matched: 0, ambiguous: 0, unmatched: 150 },
+      'settlement amount_mismatch_outside_tolerance': { matched: 15, ambiguous: 0, unmatched: 1 },
+      'settlement amount_tolerance_candidate': { matched: 18, ambiguous: 0, unmatched: 1 },
+      'settlement duplicate_settlement_candidate': { matched: 0, ambiguous: 30, unmatched: 0 },
+      'settlement exact_order_and_authorization_match': { matched: 692, ambiguous: 12, unmatched: 16 },
+      'settlement fee_variance_candidate': { matched: 16, ambiguous: 1, unmatched: 1 },
+      'settlement settlement_lag_candidate': { matched: 44, ambiguous: 0, unmatched: 3 },
+    })
+    // of the 15 thrice-settled orders, two have an original that is further from the sale (3 cents
+    // off; 2 days later) than its two identical duplicates: the duplicates tie at the top and are
+    // held, the original is outscored and its evidence says so
+    const outscored = e.unmatchedRight.filter((u) => u.closest_candidate !== null)
+    t.same(
+      outscored.map((u) => [u.record_key, u.closest_candidate, u.failed]),
+      [
+        ['ACQ-C01-000656', 'LED-C01-000656', { pass: 'exact', conjunct: '' }],
+        ['ACQ-C01-000663', 'LED-C01-000663', { pass: 'exact', conjunct: '' }],
+      ],
+    )
+    t.equal(e.result.summary.ambiguous, 15)
   },
 )
 
@@ -228,7 +372,7 @@ t.test(
     t.comment(
       `febrl: precision ${precision.toFixed(4)}, recall ${recall.toFixed(4)} (${truePositives} true, ${falsePositives} false links)`,
     )
-    t.ok(precision >= 0.995, `precision ${precision}`)
-    t.ok(recall >= 0.97, `recall ${recall}`)
+    t.ok(precision >= 0.999, `precision ${precision}`)
+    t.ok(recall >= 0.975, `recall ${recall}`)
   },
 )

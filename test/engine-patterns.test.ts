@@ -3,8 +3,13 @@
 // the evidence of unmatched records.
 
 import t from 'tap'
+import { generated } from '../src/engine/compile.js'
+import { tableFromRows } from '../src/engine/json.js'
 import { orderPasses, PassGraphError } from '../src/engine/passes.js'
-import { pairs, partitionProblems, runRows } from './helpers/engine.js'
+import { reconcile } from '../src/engine/reconcile.js'
+import type { ColumnInfo } from '../src/engine/types.js'
+import { explainRecipe } from '../src/recipes/explain.js'
+import { evidence, pairs, partitionProblems, recipeOf, runRows } from './helpers/engine.js'
 
 const AMOUNT_AND_DATE =
   "l.ref = r.ref AND ABS(l.amount - r.amount) <= 0.01 AND r.date BETWEEN l.date - INTERVAL '5 days' AND l.date + INTERVAL '5 days'"
@@ -322,4 +327,351 @@ t.test('wrapped keys, band joins and NULLs', async (t) => {
   t.same(pairs(band), ['L1|R1'])
   t.equal(band.matches[0].deltas.days, 2)
   t.equal(band.unmatchedLeft[0].closest_candidate, null, 'R2 is outside L2s window: no candidate')
+})
+
+t.test('1:1 scores include string similarity: the likelier name or reference wins, not a tie', async (t) => {
+  // a similarity() conjunct inside a comparison still scores: Jon Smith is closer to John Smith
+  const names = runRows(
+    [{ name: 'p', pattern: '1:1', when: 'l.dob = r.dob AND similarity(l.name, r.name) >= 0.2' }],
+    [{ id: 'L1', dob: '1980-01-01', name: 'John Smith' }],
+    [
+      { id: 'R1', dob: '1980-01-01', name: 'Joan Smythe' },
+      { id: 'R2', dob: '1980-01-01', name: 'Jon Smith' },
+    ],
+  )
+  t.same(pairs(names), ['L1|R2'])
+  t.equal(names.matches[0].ambiguous, false)
+  t.same(
+    names.unmatchedRight.map((u) => [u.record_key, u.failed]),
+    [['R1', { pass: 'p', conjunct: '' }]],
+    'the loser satisfied the pass but was outscored',
+  )
+
+  // an amount-and-date pass after a reference pass: among equal amounts and dates the payment
+  // whose reference resembles the invoice's wins (the recipe's reference key scores it)
+  const e = runRows(
+    [
+      { name: 'by_ref', pattern: '1:1', when: 'l.ref = r.ref AND l.amount = r.amount' },
+      {
+        name: 'by_amount',
+        pattern: '1:1',
+        when: "ABS(l.amount - r.amount) <= 0.01 AND r.date BETWEEN l.date AND l.date + INTERVAL '3 days'",
+        after: ['by_ref'],
+      },
+    ],
+    [{ id: 'L1', ref: 'INV-2024-0042', amount: '250.00', date: '2024-05-01' }],
+    [
+      { id: 'R1', ref: 'PAYROLL MAY', amount: '250.00', date: '2024-05-02' },
+      { id: 'R2', ref: 'INV 2024 0042', amount: '250.00', date: '2024-05-02' },
+    ],
+  )
+  t.same(pairs(e), ['L1|R2'])
+  t.same(
+    e.matches.map((m) => [m.pass, m.ambiguous]),
+    [['by_amount', false]],
+  )
+  // the same two payments with identical references are a true tie
+  const tie = runRows(
+    [{ name: 'by_amount', pattern: '1:1', when: 'ABS(l.amount - r.amount) <= 0.01 AND l.ref <> r.id' }],
+    [{ id: 'L1', ref: 'INV-1', amount: '250.00' }],
+    [
+      { id: 'R1', ref: 'INV-1', amount: '250.00' },
+      { id: 'R2', ref: 'INV-1', amount: '250.00' },
+    ],
+  )
+  t.same(pairs(tie), ['L1|R1+R2'])
+  t.equal(tie.matches[0].ambiguous, true)
+})
+
+t.test('1:N ranks candidates before its cap: the right group is found wherever the join put it', async (t) => {
+  const pass = (when: string) => ({
+    name: 'split',
+    pattern: '1:N' as const,
+    when,
+    aggregate: { sum: 'r.amount', equals: 'l.amount', tolerance: 0.01, max_group: 5 },
+  })
+  const left = [{ id: 'P1', customer: 'C1', amount: '100.00', date: '2024-06-15' }]
+  // 26 parts of 7.00 (no five of them make 100.00) come first, from months away; the two
+  // payments that make the invoice come last, within days of it
+  const decoys = Array.from({ length: 26 }, (_, n) => ({
+    id: `D${String(n).padStart(2, '0')}`,
+    customer: 'C1',
+    amount: '7.00',
+    date: '2024-01-10',
+  }))
+  const parts = [
+    { id: 'X1', customer: 'C1', amount: '60.00', date: '2024-06-16' },
+    { id: 'X2', customer: 'C1', amount: '40.00', date: '2024-06-18' },
+  ]
+  const e = runRows(
+    [pass("l.customer = r.customer AND r.date BETWEEN l.date - INTERVAL '200 days' AND l.date + INTERVAL '30 days'")],
+    left,
+    [...decoys, ...parts],
+  )
+  t.same(pairs(e), ['P1|X1+X2'])
+  t.same(partitionProblems(e, 1, 28), [])
+  // 28 usable candidates, more than the 24 the search takes: the cap was met, and said so
+  t.same(e.result.summary.passes[0].search, { candidates_capped: 1, visits_exhausted: 0, groups_over_max: 0 })
+
+  // candidates that cannot be in any group (each beyond the amount) are pruned before the cap
+  const big = Array.from({ length: 30 }, (_, n) => ({
+    id: `B${String(n).padStart(2, '0')}`,
+    customer: 'C1',
+    amount: '150.00',
+    date: '2024-06-15',
+  }))
+  const pruned = runRows([pass('l.customer = r.customer')], left, [...big, ...parts])
+  t.same(pairs(pruned), ['P1|X1+X2'])
+  t.same(pruned.result.summary.passes[0].search, { candidates_capped: 0, visits_exhausted: 0, groups_over_max: 0 })
+})
+
+t.test('1:N reports a search cut short by its visit limit instead of failing silently', async (t) => {
+  // 24 parts of 7.00 never sum to 100.00 (14 × 7 = 98, 15 × 7 = 105), and with max_group 20 the
+  // search cannot try every subset within its visits
+  const e = runRows(
+    [
+      {
+        name: 'split',
+        pattern: '1:N',
+        when: 'l.customer = r.customer',
+        aggregate: { sum: 'r.amount', equals: 'l.amount', tolerance: 0.01, max_group: 20 },
+      },
+    ],
+    [{ id: 'P1', customer: 'C1', amount: '100.00' }],
+    Array.from({ length: 24 }, (_, n) => ({ id: `D${n}`, customer: 'C1', amount: '7.00' })),
+  )
+  t.same(pairs(e), [])
+  t.same(e.result.summary.passes[0].search, { candidates_capped: 0, visits_exhausted: 1, groups_over_max: 0 })
+  t.equal(e.unmatchedLeft.length, 1)
+  t.equal(e.unmatchedRight.length, 24)
+})
+
+t.test('N:M respects max_group on both sides when the recipe declares it', async (t) => {
+  const pass = (max?: number) => ({
+    name: 'monthly',
+    pattern: 'N:M' as const,
+    when: 'l.customer = r.customer',
+    aggregate: { sum: 'r.amount', equals: 'l.amount', tolerance: 0, ...(max === undefined ? {} : { max_group: max }) },
+  })
+  const left = [
+    { id: 'L1', customer: 'C1', amount: '10.00' },
+    { id: 'L2', customer: 'C1', amount: '20.00' },
+    { id: 'L3', customer: 'C1', amount: '30.00' },
+    { id: 'L4', customer: 'C2', amount: '5.00' },
+    { id: 'L5', customer: 'C2', amount: '5.00' },
+    { id: 'L6', customer: 'C3', amount: null },
+  ]
+  const right = [
+    { id: 'R1', customer: 'C1', amount: '60.00' },
+    { id: 'R2', customer: 'C2', amount: '4.00' },
+    { id: 'R3', customer: 'C2', amount: '6.00' },
+    { id: 'R4', customer: 'C3', amount: '0.00' },
+  ]
+  // undeclared: any group size; a group with a NULL amount has no known sum and never matches
+  t.same(pairs(runRows([pass()], left, right)), ['L1+L2+L3|R1', 'L4+L5|R2+R3'])
+  // max_group 2: C1's three left records are too many, C2's two and two fit
+  const bounded = runRows([pass(2)], left, right)
+  t.same(pairs(bounded), ['L4+L5|R2+R3'])
+  t.equal(bounded.result.summary.passes[0].search!.groups_over_max, 1)
+  t.same(partitionProblems(bounded, 6, 4), [])
+})
+
+t.test('records sharing a 1:1 key are never both matched: a tie is flagged, a loser is explained', async (t) => {
+  const pass = { name: 'by_ref', pattern: '1:1' as const, when: AMOUNT_AND_DATE }
+  const right = [{ id: 'R1', ref: 'A', amount: '100.00', date: '2024-01-10' }]
+  // two left records with the same reference, amount and date: neither is chosen arbitrarily
+  const tie = runRows(
+    [pass],
+    [
+      { id: 'L1', ref: 'A', amount: '100.00', date: '2024-01-10' },
+      { id: 'L2', ref: 'A', amount: '100.00', date: '2024-01-10' },
+    ],
+    right,
+  )
+  t.same(pairs(tie), ['L1+L2|R1'])
+  t.equal(tie.matches[0].ambiguous, true)
+  t.same(partitionProblems(tie, 2, 1), [])
+  // the same key but one a day off: the closer wins, the other stays unmatched and says why
+  const near = runRows(
+    [pass],
+    [
+      { id: 'L1', ref: 'A', amount: '100.00', date: '2024-01-11' },
+      { id: 'L2', ref: 'A', amount: '100.00', date: '2024-01-10' },
+    ],
+    right,
+  )
+  t.same(pairs(near), ['L2|R1'])
+  t.equal(near.matches[0].ambiguous, false)
+  t.match(near.unmatchedLeft, [
+    {
+      record_key: 'L1',
+      closest_candidate: 'R1',
+      failed: { pass: 'by_ref', conjunct: '' },
+      reason: /R1 \(it was matched elsewhere\) satisfies pass by_ref but was outscored/,
+    },
+  ])
+})
+
+t.test('the summary has counts and exact amounts per side and per pass, match rate, timings, version', async (t) => {
+  const recipe = recipeOf([
+    { name: 'exact', pattern: '1:1', when: 'l.ref = r.ref AND l.amount = r.amount' },
+    {
+      name: 'split',
+      pattern: '1:N',
+      when: 'l.customer = r.customer',
+      aggregate: { sum: 'r.amount', equals: 'l.amount', tolerance: 0.01 },
+      after: ['exact'],
+    },
+    {
+      name: 'window',
+      pattern: '1:1',
+      when: "ABS(l.amount - r.amount) <= 0.05 AND r.date BETWEEN l.date AND l.date + INTERVAL '2 days'",
+      after: ['split'],
+    },
+  ])
+  const left = tableFromRows([
+    { id: 'L1', ref: 'A', customer: 'C1', amount: '10.10', date: '2024-01-01' },
+    { id: 'L2', ref: 'B', customer: 'C2', amount: '30.00', date: '2024-01-01' },
+    { id: 'L3', ref: 'X', customer: 'C3', amount: '7.00', date: '2024-01-01' },
+    { id: 'L4', ref: 'Y', customer: 'C4', amount: '0.20', date: '2024-01-05' },
+  ])
+  const right = tableFromRows([
+    { id: 'R1', ref: 'A', customer: 'C1', amount: '10.10', date: '2024-01-01' },
+    { id: 'R2', ref: 'Q', customer: 'C2', amount: '20.00', date: '2024-01-01' },
+    { id: 'R3', ref: 'Q', customer: 'C2', amount: '10.01', date: '2024-01-01' },
+    { id: 'R4', ref: 'Z', customer: 'C9', amount: '7.03', date: '2024-01-02' },
+    { id: 'R5', ref: 'Z', customer: 'C9', amount: '0.24', date: '2024-01-09' },
+  ])
+  const e = evidence(recipe, left, right)
+  t.same(pairs(e), ['L1|R1', 'L2|R2+R3', 'L3|R4'])
+  const s = reconcile(recipe, left, right, { version: 7 }).summary
+  t.equal(s.recipe_version, 7)
+  t.equal(s.status, 'completed')
+  t.same(s.left, {
+    rows: 4,
+    matched: 3,
+    unmatched: 1,
+    amount: '47.30',
+    matched_amount: '47.10',
+    unmatched_amount: '0.20',
+  })
+  t.same(s.right, {
+    rows: 5,
+    matched: 4,
+    unmatched: 1,
+    amount: '47.38',
+    matched_amount: '47.14',
+    unmatched_amount: '0.24',
+  })
+  t.equal(s.match_rate, Math.round((7 / 9) * 1e6) / 1e6)
+  t.same(
+    s.passes.map((p) => [p.name, p.matches, p.left_matched, p.right_matched, p.left_amount, p.right_amount]),
+    [
+      ['exact', 1, 1, 1, '10.10', '10.10'],
+      ['split', 1, 1, 2, '30.00', '30.01'],
+      ['window', 1, 1, 1, '7.00', '7.03'],
+    ],
+  )
+  t.same(s.passes[1].search, { candidates_capped: 0, visits_exhausted: 0, groups_over_max: 0 })
+  t.same(Object.keys(s.timings).sort(), ['evidence_ms', 'match_ms', 'plan_ms', 'total_ms'])
+  t.ok(Object.values(s.timings).every((v) => typeof v === 'number' && v >= 0))
+  t.ok(s.passes.every((p) => typeof p.ms === 'number' && p.ms >= 0))
+  // L4's nearest miss is R5, in its amount band but a week later: the window rejected it
+  t.same(
+    e.unmatchedLeft.map((u) => [u.record_key, u.closest_candidate, u.failed]),
+    [['L4', 'R5', { pass: 'window', conjunct: "r.date BETWEEN l.date AND l.date + INTERVAL '2 days'" }]],
+  )
+  t.same(
+    e.unmatchedRight.map((u) => [u.record_key, u.closest_candidate]),
+    [['R5', 'L4']],
+  )
+})
+
+t.test('residual predicates are compiled once per pass, not per row or partition', async (t) => {
+  const rows = (n: number, side: 'l' | 'r') =>
+    Array.from({ length: n }, (_, k) => ({
+      id: `${side}${k}`,
+      ref: `REF-${k % (n / 2)}`,
+      amount: ((k % 97) + 0.5).toFixed(2),
+      date: `2024-01-${String((k % 28) + 1).padStart(2, '0')}`,
+    }))
+  const recipe = recipeOf([
+    { name: 'keyed', pattern: '1:1', when: AMOUNT_AND_DATE },
+    {
+      name: 'band',
+      pattern: '1:1',
+      when: "ABS(l.amount - r.amount) <= 0.01 AND r.date BETWEEN l.date AND l.date + INTERVAL '1 day' AND l.ref <> r.ref",
+      after: ['keyed'],
+    },
+  ])
+  const generatedFor = (n: number) => {
+    const before = generated.functions
+    const result = reconcile(recipe, tableFromRows(rows(n, 'l')), tableFromRows(rows(n, 'r')))
+    t.equal(result.summary.status, 'completed')
+    return generated.functions - before
+  }
+  const small = generatedFor(200)
+  const large = generatedFor(20_000) // 20,000 rows a side: the keyed pass runs on many partitions
+  t.ok(small > 0)
+  t.equal(large, small, `${small} functions for 200 rows, ${large} for 20,000`)
+})
+
+t.test('explain prints the plan of each pass and what its candidates are scored by', async (t) => {
+  const cols = (spec: string): ColumnInfo[] =>
+    spec.split(' ').map((c) => {
+      const [name, type] = c.split(':')
+      return { name, type: type as ColumnInfo['type'], nullable: true, ...(type === 'decimal' ? { scale: 2 } : {}) }
+    })
+  const schemas = {
+    l: cols('id:string ref:string name:string amount:decimal date:date'),
+    r: cols('id:string ref:string name:string amount:decimal date:date'),
+  }
+  const reply = explainRecipe(
+    recipeOf([
+      { name: 'by_ref', pattern: '1:1', when: 'l.ref = r.ref AND l.amount = r.amount' },
+      {
+        name: 'by_amount',
+        pattern: '1:1',
+        when: "ABS(l.amount - r.amount) <= 0.01 AND r.date BETWEEN l.date AND l.date + INTERVAL '3 days'",
+        after: ['by_ref'],
+      },
+      {
+        name: 'by_name',
+        pattern: '1:1',
+        when: 'l.date = r.date AND similarity(UPPER(l.name), UPPER(r.name)) >= 0.5',
+        after: ['by_amount'],
+      },
+    ]),
+    schemas,
+  )
+  t.same(
+    reply.passes.map((p) => [p.name, p.phase, p.join, p.scoring]),
+    [
+      ['by_ref', 1, 'hash', { amount: 'l.amount - r.amount', date: 'r.date - l.date (days)', similarity: null }],
+      [
+        'by_amount',
+        2,
+        'band',
+        { amount: 'l.amount - r.amount', date: 'r.date - l.date (days)', similarity: 'similarity(l.ref, r.ref)' },
+      ],
+      [
+        'by_name',
+        3,
+        'hash',
+        {
+          amount: 'l.amount - r.amount',
+          date: 'r.date - l.date (days)',
+          similarity: 'similarity(UPPER(l.name), UPPER(r.name))',
+        },
+      ],
+    ],
+  )
+  t.match(
+    reply.text,
+    /pass by_amount \(1:1\), phase 2, after by_ref\n {2}band join: r\.amount in \[l\.amount - 0\.01, l\.amount \+ 0\.01\]/,
+  )
+  t.match(
+    reply.text,
+    /pass by_name \(1:1\), phase 3, after by_amount\n {2}hash join on l\.date = r\.date\n {2}residual: similarity/,
+  )
 })

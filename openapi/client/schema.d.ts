@@ -2708,6 +2708,11 @@ export interface components {
                 right_matched: number;
                 left_amount: string | null;
                 right_amount: string | null;
+                search?: {
+                    candidates_capped: number;
+                    visits_exhausted: number;
+                    groups_over_max: number;
+                };
                 ms: number;
             }[];
             timings: {

@@ -12,13 +12,31 @@ export interface GroupMatch {
   alternatives?: number[]
 }
 
-const MAX_CANDIDATES = 24
-const MAX_VISITS = 200_000
+export const MAX_CANDIDATES = 24
+export const MAX_VISITS = 200_000
+
+/** How often a pass's group search met its bounds: reported in the pass summary, never silent. */
+export interface SearchBounds {
+  /** Records with more usable candidates than the search takes: only the best-ranked were tried. */
+  candidates_capped: number
+  /** Records whose search stopped at the visit limit before it had tried every subset. */
+  visits_exhausted: number
+  /** N:M groups left unmatched because a side has more records than `max_group`. */
+  groups_over_max: number
+}
+
+export const noBounds = (): SearchBounds => ({ candidates_capped: 0, visits_exhausted: 0, groups_over_max: 0 })
 
 /**
  * For each record of the "one" side (most constrained first), the smallest subset (size 1..maxGroup)
  * of its free candidates whose sum is within `tolerance` of its amount, closest first.
  * Two different best subsets are a tie: the match is flagged ambiguous and holds both.
+ *
+ * Candidates are pruned and ranked before the search's cap applies, so which group is found does
+ * not depend on the order the join produced them: a candidate that cannot be part of any group
+ * (larger than the amount plus tolerance when no candidate is negative) is dropped, the rest are
+ * ranked by `rank` (how alike the pair is, by date and reference: higher first), then by amount
+ * closeness, and only then cut to `MAX_CANDIDATES`.
  */
 export function matchGroups(
   candidates: Map<number, number[]>,
@@ -27,20 +45,24 @@ export function matchGroups(
   tolerance: number,
   maxGroup: number,
   manyFree: Uint8Array,
+  rank: (one: number, many: number) => number = () => 0,
+  bounds: SearchBounds = noBounds(),
 ): GroupMatch[] {
   const out: GroupMatch[] = []
   const order = [...candidates.keys()].sort((a, b) => candidates.get(a)!.length - candidates.get(b)!.length || a - b)
   for (const one of order) {
     const target = oneAmount(one)
     if (target === null) continue
-    const items = candidates
-      .get(one)!
-      .filter((j) => manyFree[j] && manyAmount(j) !== null)
-      .slice(0, MAX_CANDIDATES)
+    const items = usableCandidates(one, target, candidates.get(one)!, manyAmount, tolerance, manyFree, rank)
     if (items.length === 0) continue
+    if (items.length > MAX_CANDIDATES) {
+      bounds.candidates_capped++
+      items.length = MAX_CANDIDATES
+    }
     const values = items.map((j) => manyAmount(j)!)
     const found = bestSubsets(values, target, tolerance, maxGroup)
-    if (!found) continue
+    if (found?.exhausted) bounds.visits_exhausted++
+    if (!found?.best) continue
     const chosen = found.best.map((k) => items[k])
     const match: GroupMatch = { one, many: chosen, delta: target - found.sum, ambiguous: found.tied !== undefined }
     if (found.tied) {
@@ -54,10 +76,42 @@ export function matchGroups(
   return out
 }
 
+/** The free candidates that could be in a group, best-ranked first. */
+function usableCandidates(
+  one: number,
+  target: number,
+  list: number[],
+  amount: (row: number) => number | null,
+  tolerance: number,
+  free: Uint8Array,
+  rank: (one: number, many: number) => number,
+): number[] {
+  const items: { row: number; value: number; rank: number }[] = []
+  let negative = false
+  let positive = false
+  for (const j of list) {
+    const value = free[j] ? amount(j) : null
+    if (value === null) continue
+    if (value < 0) negative = true
+    if (value > 0) positive = true
+    items.push({ row: j, value, rank: 0 })
+  }
+  // with every amount of one sign, a candidate beyond the target (plus tolerance) fits no group
+  const fits = (v: number) =>
+    negative && positive ? true : negative ? v >= target - tolerance : v <= target + tolerance
+  const kept = items.filter((x) => fits(x.value))
+  for (const x of kept) x.rank = rank(one, x.row)
+  kept.sort((a, b) => b.rank - a.rank || Math.abs(target - a.value) - Math.abs(target - b.value) || a.row - b.row)
+  return kept.map((x) => x.row)
+}
+
 interface SubsetResult {
-  best: number[]
+  /** Undefined when no subset fits. */
+  best?: number[]
   sum: number
   tied?: number[]
+  /** The visit limit stopped the search: a fitting or better subset may have been missed. */
+  exhausted: boolean
 }
 
 /** Depth-first over items sorted by value, pruned by the reachable range; bounded in visits. */
@@ -106,9 +160,10 @@ export function bestSubsets(
     }
   }
   visit(0, 0)
-  if (!best) return undefined
+  const exhausted = visits > MAX_VISITS
+  if (!best) return exhausted ? { sum: 0, exhausted } : undefined
   const found = best as { set: number[]; diff: number; sum: number }
-  const result: SubsetResult = { best: found.set.map((m) => idx[m]), sum: found.sum }
+  const result: SubsetResult = { best: found.set.map((m) => idx[m]), sum: found.sum, exhausted }
   if (tied) result.tied = (tied as number[]).map((m) => idx[m])
   return result
 }

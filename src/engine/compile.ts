@@ -105,6 +105,13 @@ const compileRuntime = {
 type Binding = { name: string; value: unknown }
 
 /**
+ * How many functions have been generated, process-wide. Code is generated once per pass (per
+ * expression a pass evaluates), never per row or partition: a test holds the engine to that by
+ * comparing this count across inputs of different sizes.
+ */
+export const generated = { functions: 0 }
+
+/**
  * Generates code for expressions over two tables. Column arrays and constants become named
  * bindings of the generated function, so the code itself only indexes typed arrays.
  */
@@ -399,6 +406,7 @@ export class ExprCompiler {
   /** Builds `(i, j) => value` (or `(i) =>` / `(j) =>` when the code reads one side only). */
   build<F>(params: string, body: string): F {
     const names = [...this.bindings.values()]
+    generated.functions++
     const factory = new Function('H', ...names.map((b) => b.name), `return (${params}) => ${body}`)
     return factory(compileRuntime, ...names.map((b) => b.value)) as F
   }

@@ -7,7 +7,7 @@
 import type { Expr, Side } from '../recipes/predicate.js'
 import { parsePredicate } from '../recipes/predicate.js'
 import type { RecipePass } from '../recipes/schema.js'
-import { matchGroups } from './aggregate.js'
+import { matchGroups, noBounds, type SearchBounds } from './aggregate.js'
 import { assignOneToOne } from './assign.js'
 import { CompileError, ExprCompiler } from './compile.js'
 import type { MatchBuilder } from './evidence.js'
@@ -16,7 +16,7 @@ import { bandCandidates, conjunctChecks, PairList } from './join.js'
 import { keyEquality, keyHashes } from './keys.js'
 import { type PartitionedSide, partitionBits, partitionSide } from './partition.js'
 import { type PassPlan, planPass, referencedColumns } from './plan.js'
-import { type PairScorer, scorer as scorerOf } from './score.js'
+import { type PairScorer, type ScoredPairs, scorer as scorerOf } from './score.js'
 import type { Table } from './table.js'
 import type { ColumnInfo } from './types.js'
 import { TypeChecker } from '../recipes/types.js'
@@ -30,6 +30,28 @@ import { POW10 } from './values.js'
 export interface ComparedColumns {
   amount?: { l: string; r: string }
   date?: { l: string; r: string }
+  /**
+   * The recipe's reference: its first hash key between two plain string columns
+   * (`l.invoice_id = r.reference_number`). A pass that neither keys on it nor compares strings
+   * loosely itself (an amount-and-date band pass) scores candidates by how alike their
+   * references are, so the payment naming the invoice beats one of the same amount.
+   */
+  reference?: { l: string; r: string }
+}
+
+/** The pairs a pass scores its candidates by: its own, else the recipe's. */
+export function scoredPairs(plan: PassPlan, compared: ComparedColumns): ScoredPairs {
+  const ref = compared.reference
+  const keyedOnRef =
+    ref !== undefined &&
+    plan.keys.some(
+      (k) => k.left.kind === 'column' && k.left.name === ref.l && k.right.kind === 'column' && k.right.name === ref.r,
+    )
+  return {
+    amount: plan.amount ?? compared.amount,
+    date: plan.date ?? compared.date,
+    similarity: plan.similarity ?? (keyedOnRef ? undefined : ref),
+  }
 }
 
 /** The tables a pass's compiled code reads, and how their rows map to the input tables' rows. */
@@ -69,6 +91,8 @@ export interface PassEvidence {
   }
   /** Band passes: probed again after the last pass, among the records still unmatched. */
   band?: PreparedPass
+  /** Aggregate passes: how often the bounded group search met its limits. */
+  search?: SearchBounds
 }
 
 /** An aggregate pass's amounts as integer units at one scale, and its limits. */
@@ -102,7 +126,7 @@ export function preparePass(
   const plan = planPass(expr, pass.when, (side, c) => schemas[side].find((x) => x.name === c)?.type)
   if (!plan.keys.length && !plan.band)
     throw new Error(`pass "${pass.name}" has no usable join: add an equality or a range between l and r columns`)
-  const scored = { ...plan, amount: plan.amount ?? compared.amount, date: plan.date ?? compared.date }
+  const scored = scoredPairs(plan, compared)
   const aggregateExprs = pass.aggregate
     ? [parsePredicate(pass.aggregate.sum), parsePredicate(pass.aggregate.equals)]
     : []
@@ -134,12 +158,22 @@ export function assignmentColumns(
   compared: ComparedColumns,
 ): { l: Set<string>; r: Set<string> } {
   const exprs = pass.aggregate ? [parsePredicate(pass.aggregate.sum), parsePredicate(pass.aggregate.equals)] : []
-  const used = referencedColumns(exprs)
-  for (const pair of [plan.amount ?? compared.amount, plan.date ?? compared.date, plan.similarity]) {
+  return withScoredColumns(referencedColumns(exprs), scoredPairs(plan, compared))
+}
+
+/** Adds the columns scoring reads (similarity may read expressions over several columns). */
+function withScoredColumns(used: { l: Set<string>; r: Set<string> }, scored: ScoredPairs) {
+  for (const pair of [scored.amount, scored.date, scored.similarity]) {
     if (pair) {
       used.l.add(pair.l)
       used.r.add(pair.r)
     }
+  }
+  const s = scored.similarity
+  if (s?.left && s.right) {
+    const more = referencedColumns([s.left, s.right])
+    for (const c of more.l) used.l.add(c)
+    for (const c of more.r) used.r.add(c)
   }
   return used
 }
@@ -149,17 +183,11 @@ function partitionedSpace(
   plan: PassPlan,
   tables: { l: Table; r: Table },
   exprs: Expr[],
-  scored: ComparedColumns & { similarity?: { l: string; r: string } },
+  scored: ScoredPairs,
 ): PassSpace {
   const hashing = new ExprCompiler({ l: tables.l.columns, r: tables.r.columns }, tables)
   const hashes = keyHashes(plan.keys, hashing, tables)
-  const used = referencedColumns(exprs)
-  for (const pair of [scored.amount, scored.date, scored.similarity]) {
-    if (pair) {
-      used.l.add(pair.l)
-      used.r.add(pair.r)
-    }
-  }
+  const used = withScoredColumns(referencedColumns(exprs), scored)
   const bits = partitionBits(Math.max(tables.l.length, tables.r.length))
   const left = partitionSide(tables.l, [...used.l], hashes.left, bits)
   const right = partitionSide(tables.r, [...used.r], hashes.right, bits)
@@ -290,7 +318,7 @@ export function runPass(
       // a tie's deltas are those of one tied pair: every pair in it scored the same
       tie: (l, r, score) => sink.group(l, r, score, true, s.pairAmountDelta(l[0], r[0]), s.days(l[0], r[0])),
     })
-  } else aggregatePass(p, pairs, lf, rf, sink.group)
+  } else evidence.search = aggregatePass(p, pairs, lf, rf, sink.group)
   return evidence
 }
 
@@ -302,7 +330,8 @@ function aggregatePass(
   leftFree: Uint8Array,
   rightFree: Uint8Array,
   emit: GroupSink,
-): void {
+): SearchBounds {
+  const bounds = noBounds()
   const agg = p.aggregate!
   const { tolerance } = agg
   const closeness = (delta: number) => 0.5 + 0.5 * (1 - Math.min(1, Math.abs(delta) / Math.max(1, tolerance * 2)))
@@ -310,16 +339,20 @@ function aggregatePass(
   if (p.pass.pattern === 'N:M') {
     const leftAmount = agg.sumSide === 'l' ? agg.sum : agg.equals
     const rightAmount = agg.sumSide === 'r' ? agg.sum : agg.equals
+    // max_group bounds each side of an N:M group only when the recipe declares it
+    const limit = p.pass.aggregate?.max_group ?? Infinity
     for (const g of keyGroups(pairs, leftFree.length, rightFree.length)) {
-      let delta = 0
-      for (const i of g.left) delta += leftAmount(i) ?? 0
-      for (const j of g.right) delta -= rightAmount(j) ?? 0
-      if (Math.abs(delta) > tolerance) continue
+      if (g.left.length > limit || g.right.length > limit) {
+        bounds.groups_over_max++
+        continue
+      }
+      const delta = groupDelta(g.left, g.right, leftAmount, rightAmount)
+      if (delta === null || Math.abs(delta) > tolerance) continue
       for (const i of g.left) leftFree[i] = 0
       for (const j of g.right) rightFree[j] = 0
       emit(g.left, g.right, closeness(delta), false, delta, Number.NaN)
     }
-    return
+    return bounds
   }
 
   // 1:N: one left against many right (sum on r); N:1: one right against many left (sum on l)
@@ -334,7 +367,9 @@ function aggregatePass(
   }
   const oneFree = oneSide === 'l' ? leftFree : rightFree
   const manyFree = oneSide === 'l' ? rightFree : leftFree
-  for (const g of matchGroups(candidates, agg.equals, agg.sum, tolerance, agg.maxGroup, manyFree)) {
+  const likeness = p.scorer.likeness
+  const rank = oneSide === 'l' ? likeness : (one: number, many: number) => likeness(many, one)
+  for (const g of matchGroups(candidates, agg.equals, agg.sum, tolerance, agg.maxGroup, manyFree, rank, bounds)) {
     oneFree[g.one] = 0
     const many = [...g.many, ...(g.alternatives ?? [])].sort((a, b) => a - b)
     const l = oneSide === 'l' ? [g.one] : many
@@ -343,6 +378,28 @@ function aggregatePass(
     const delta = oneSide === 'l' ? g.delta : -g.delta
     emit(l, r, closeness(g.delta), g.ambiguous, delta, p.scorer.days(l[0], r[0]))
   }
+  return bounds
+}
+
+/** Left sum minus right sum, in units; null when an amount is NULL (a group of unknown sum never matches). */
+function groupDelta(
+  left: number[],
+  right: number[],
+  leftAmount: (row: number) => number | null,
+  rightAmount: (row: number) => number | null,
+): number | null {
+  let delta = 0
+  for (const i of left) {
+    const v = leftAmount(i)
+    if (v === null) return null
+    delta += v
+  }
+  for (const j of right) {
+    const v = rightAmount(j)
+    if (v === null) return null
+    delta -= v
+  }
+  return delta
 }
 
 /** N:M groups: connected components of the candidate graph (records sharing the pass's keys). */

@@ -44,7 +44,20 @@ export interface PassPlan {
   /** Pairs of columns compared in the predicate, for deltas and scores. */
   amount?: { l: string; r: string }
   date?: { l: string; r: string }
-  similarity?: { l: string; r: string }
+  similarity?: SimilarityPair
+}
+
+/**
+ * Strings the pass compares loosely, for scores: the arguments of its first `similarity()` /
+ * `levenshtein()` call (expressions, such as a full name built from two columns), or else the
+ * first l/r string column pair of a conjunct that is not a hash key (`LIKE`, `<>`, ...). `l`/`r`
+ * name a column of each side read by them, for what needs one column per side.
+ */
+export interface SimilarityPair {
+  l: string
+  r: string
+  left?: Expr
+  right?: Expr
 }
 
 export function sidesOf(e: Expr, out: Set<Side> = new Set()): Set<Side> {
@@ -238,6 +251,11 @@ function describePairs(
   plan: PassPlan,
   types: (side: Side, column: string) => string | undefined,
 ): void {
+  const keyConjuncts = new Set(plan.keys.map((k) => k.conjunct))
+  for (const c of conjuncts) {
+    const call = similarityCall(c.expr)
+    if (call && !plan.similarity) plan.similarity = call
+  }
   for (const c of conjuncts) {
     const cols: { side: Side; name: string }[] = []
     collectColumns(c.expr, cols)
@@ -252,11 +270,36 @@ function describePairs(
         if (!plan.amount && numeric(lt) && numeric(rt) && (lt === 'decimal' || rt === 'decimal'))
           plan.amount = { l: l.name, r: r.name }
         if (!plan.date && temporal(lt) && temporal(rt)) plan.date = { l: l.name, r: r.name }
-        if (!plan.similarity && lt === 'string' && rt === 'string' && c.expr.kind !== 'compare')
+        // an equality key holds on every candidate: it cannot tell them apart
+        if (!plan.similarity && lt === 'string' && rt === 'string' && !keyConjuncts.has(c.index))
           plan.similarity = { l: l.name, r: r.name }
       }
     }
   }
+}
+
+/** The first similarity()/levenshtein() call comparing an l-only with an r-only expression. */
+function similarityCall(e: Expr): SimilarityPair | undefined {
+  if (e.kind === 'call' && (e.name === 'similarity' || e.name === 'levenshtein') && e.args.length === 2) {
+    const [a, b] = e.args
+    const pair = only(a, 'l') && only(b, 'r') ? [a, b] : only(a, 'r') && only(b, 'l') ? [b, a] : undefined
+    if (pair) {
+      const l = referencedColumns([pair[0]]).l.values().next().value
+      const r = referencedColumns([pair[1]]).r.values().next().value
+      if (l !== undefined && r !== undefined) return { l, r, left: pair[0], right: pair[1] }
+    }
+  }
+  for (const v of Object.values(e)) {
+    if (!v || typeof v !== 'object') continue
+    const children = Array.isArray(v) ? v : [v]
+    for (const x of children) {
+      if (x && typeof x === 'object' && 'kind' in x && 'pos' in x) {
+        const found = similarityCall(x as Expr)
+        if (found) return found
+      }
+    }
+  }
+  return undefined
 }
 
 /** The columns an expression reads, per side. */

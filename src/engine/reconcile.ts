@@ -12,10 +12,11 @@ import {
   type PassInfo,
   type UnmatchedSet,
 } from './evidence.js'
+import type { SearchBounds } from './aggregate.js'
 import { explainUnmatched } from './nearmiss.js'
 import { type ComparedColumns, type PassEvidence, type PreparedPass, preparePass, runPass } from './pass.js'
 import { orderPasses } from './passes.js'
-import { planPass } from './plan.js'
+import { type PassPlan, planPass } from './plan.js'
 import { amountColumn, type SideTotals, sideTotals } from './summary.js'
 import type { Table } from './table.js'
 
@@ -32,6 +33,8 @@ export interface PassReport {
   right_matched: number
   left_amount: string | null
   right_amount: string | null
+  /** Aggregate passes (1:N, N:1, N:M): how often the bounded group search met its limits. */
+  search?: SearchBounds
   ms: number
 }
 
@@ -137,6 +140,11 @@ export class PassScheduler {
     return true
   }
 
+  /** Records what a pass's group search ran into. */
+  searched(step: PassStep, bounds: SearchBounds | undefined): void {
+    if (bounds) this.reports.get(step.pass.name)!.search = bounds
+  }
+
   fail(step: PassStep, err: unknown): void {
     const report = this.reports.get(step.pass.name)!
     report.status = 'failed'
@@ -178,7 +186,9 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
     try {
       const p = preparePass(step.index, step.pass, tables, compared)
       prepared.push(p)
-      evidence.push(runPass(p, leftFree, rightFree, matches))
+      const done = runPass(p, leftFree, rightFree, matches)
+      scheduler.searched(step, done.search)
+      evidence.push(done)
     } catch (err) {
       scheduler.fail(step, err)
     }
@@ -304,6 +314,19 @@ function passInfoOf(pass: RecipePass, p: PreparedPass | undefined): PassInfo {
   }
 }
 
+/** A hash key between two plain string columns, if the plan has one. */
+function referenceKey(
+  plan: PassPlan,
+  type: (side: 'l' | 'r', column: string) => string | undefined,
+): { l: string; r: string } | undefined {
+  for (const k of plan.keys) {
+    if (k.left.kind !== 'column' || k.right.kind !== 'column') continue
+    if (type('l', k.left.name) === 'string' && type('r', k.right.name) === 'string')
+      return { l: k.left.name, r: k.right.name }
+  }
+  return undefined
+}
+
 export function comparedColumns(recipe: Recipe, tables: { l: Table; r: Table }): ComparedColumns {
   const out: ComparedColumns = {}
   for (const pass of recipe.passes) {
@@ -315,6 +338,7 @@ export function comparedColumns(recipe: Recipe, tables: { l: Table; r: Table }):
       )
       out.amount ??= plan.amount
       out.date ??= plan.date
+      out.reference ??= referenceKey(plan, (side, c) => tables[side].columns.find((x) => x.name === c)?.type)
     } catch {
       // a pass that does not parse reports itself when it runs
     }

@@ -5,7 +5,7 @@
 
 import type { Expr } from '../recipes/predicate.js'
 import type { ExprCompiler } from './compile.js'
-import type { PassPlan } from './plan.js'
+import type { PassPlan, SimilarityPair } from './plan.js'
 import { trigramSimilarity } from './runtime.js'
 
 const DAY_MS = 86_400_000
@@ -15,6 +15,8 @@ type Reader<T> = (row: number) => T | null
 
 export interface PairScorer {
   score(i: number, j: number): number
+  /** How alike a pair is apart from amounts (date closeness, similarity) in 0..1: ranks a group's candidates. */
+  likeness(i: number, j: number): number
   /** Scale of amount deltas; -1 when the amounts are floats (deltas are then plain numbers). */
   amountScale: number
   /** Left amount minus right amount (sums for groups), or NaN when there is no amount pair or a NULL. */
@@ -24,7 +26,10 @@ export interface PairScorer {
   days(i: number, j: number): number
 }
 
-export function scorer(plan: PassPlan, compiler: ExprCompiler): PairScorer {
+/** What a pass scores by: its plan's pairs, or those the recipe's other passes compare. */
+export type ScoredPairs = Pick<PassPlan, 'amount' | 'date'> & { similarity?: SimilarityPair }
+
+export function scorer(plan: ScoredPairs, compiler: ExprCompiler): PairScorer {
   let amountL: Reader<number> | undefined
   let amountR: Reader<number> | undefined
   let amountScale = 0
@@ -46,17 +51,18 @@ export function scorer(plan: PassPlan, compiler: ExprCompiler): PairScorer {
   let nameL: Reader<string> | undefined
   let nameR: Reader<string> | undefined
   if (plan.similarity) {
-    nameL = compiler.build('i', compiler.compile(col('l', plan.similarity.l)).code)
-    nameR = compiler.build('j', compiler.compile(col('r', plan.similarity.r)).code)
+    const s = plan.similarity
+    nameL = compiler.build('i', compiler.compile(s.left ?? col('l', s.l)).code)
+    nameR = compiler.build('j', compiler.compile(s.right ?? col('r', s.r)).code)
   }
   const amountUnit = amountScale < 0 ? 0.01 : 1
 
   // Closeness decays smoothly and never saturates: two candidates that are both far off still
   // rank by how far (a sale beats a chargeback of the same order), so real ties stay rare.
-  const score = (i: number, j: number): number => {
+  const closeness = (i: number, j: number, amounts: boolean): number => {
     let total = 0
     let parts = 0
-    if (amountL && amountR) {
+    if (amounts && amountL && amountR) {
       const a = amountL(i)
       const b = amountR(j)
       if (a !== null && b !== null) {
@@ -82,6 +88,8 @@ export function scorer(plan: PassPlan, compiler: ExprCompiler): PairScorer {
     }
     return parts === 0 ? 1 : total / parts
   }
+  const score = (i: number, j: number) => closeness(i, j, true)
+  const likeness = (i: number, j: number) => closeness(i, j, false)
 
   const amountDelta = (left: ArrayLike<number>, right: ArrayLike<number>): number => {
     if (!amountL || !amountR) return Number.NaN
@@ -114,5 +122,5 @@ export function scorer(plan: PassPlan, compiler: ExprCompiler): PairScorer {
     return Math.round(((b - a) / dateUnit) * 1000) / 1000
   }
 
-  return { score, amountScale, amountDelta, pairAmountDelta, days }
+  return { score, likeness, amountScale, amountDelta, pairAmountDelta, days }
 }

@@ -1,7 +1,9 @@
 // `explain`: how each pass of a (valid) recipe will run — its phase in the pass DAG, the hash
 // keys or band it joins on, and the residual conjuncts checked on each candidate pair.
 
+import { scoredPairs } from '../engine/pass.js'
 import { orderPasses } from '../engine/passes.js'
+import { comparedColumns } from '../engine/reconcile.js'
 import { type PassPlan, planPass } from '../engine/plan.js'
 import { parsePredicate } from './predicate.js'
 import { printExpr } from './print.js'
@@ -38,12 +40,17 @@ export function explainRecipe(recipe: Recipe, schemas: Schemas): ExplainReply {
   const order = orderPasses(recipe.passes)
   const phaseOf = new Map<string, number>()
   order.phases.forEach((names, n) => names.forEach((name) => phaseOf.set(name, n + 1)))
+  const shapes = { l: { columns: schemas.l, data: [], length: 0 }, r: { columns: schemas.r, data: [], length: 0 } }
+  const compared = comparedColumns(recipe, shapes)
   const passes = recipe.passes.map((pass): PassExplain => {
     const plan = planPass(
       parsePredicate(pass.when),
       pass.when,
       (side, c) => schemas[side].find((x) => x.name === c)?.type,
     )
+    // what 1:1 assignment ranks candidates by: the pass's own pairs, else the recipe's
+    const scored = scoredPairs(plan, compared)
+    const similar = scored.similarity
     return {
       name: pass.name,
       pattern: pass.pattern,
@@ -62,9 +69,13 @@ export function explainRecipe(recipe: Recipe, schemas: Schemas): ExplainReply {
           }
         : null,
       scoring: {
-        amount: plan.amount ? `l.${plan.amount.l} - r.${plan.amount.r}` : null,
-        date: plan.date ? `r.${plan.date.r} - l.${plan.date.l} (days)` : null,
-        similarity: plan.similarity ? `similarity(l.${plan.similarity.l}, r.${plan.similarity.r})` : null,
+        amount: scored.amount ? `l.${scored.amount.l} - r.${scored.amount.r}` : null,
+        date: scored.date ? `r.${scored.date.r} - l.${scored.date.l} (days)` : null,
+        similarity: similar
+          ? similar.left && similar.right
+            ? `similarity(${printExpr(similar.left)}, ${printExpr(similar.right)})`
+            : `similarity(l.${similar.l}, r.${similar.r})`
+          : null,
       },
     }
   })

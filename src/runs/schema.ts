@@ -63,6 +63,14 @@ const PassReport = Type.Object({
   right_matched: Type.Integer(),
   left_amount: Amount,
   right_amount: Amount,
+  // aggregate passes: how often the bounded group search met its limits (src/engine/aggregate.ts)
+  search: Type.Optional(
+    Type.Object({
+      candidates_capped: Type.Integer(),
+      visits_exhausted: Type.Integer(),
+      groups_over_max: Type.Integer(),
+    }),
+  ),
   ms: Type.Number(),
 })
 
