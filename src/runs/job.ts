@@ -104,7 +104,8 @@ export async function runJob(
     await mkdir(spec.outDir, { recursive: true })
     await writeResults(spec.outDir, { result, leftKey: spec.recipe.left.key, rightKey: spec.recipe.right.key })
   }
-  report({ phase: 'done', percent: 100 })
+  // a failed pass leaves the progress where the run stopped
+  if (result.summary.status === 'completed') report({ phase: 'done', percent: 100 })
   return result.summary
 }
 
@@ -126,6 +127,6 @@ async function pushdown(spec: JobSpec, report: (patch: Partial<JobProgress>) => 
     await mkdir(spec.outDir, { recursive: true })
     await writeResults(spec.outDir, { result, leftKey: spec.recipe.left.key, rightKey: spec.recipe.right.key, records })
   }
-  report({ phase: 'done', percent: 100 })
+  if (result.summary.status === 'completed') report({ phase: 'done', percent: 100 })
   return result.summary
 }

@@ -409,11 +409,12 @@ export class RunsService {
         .set({
           status: outcome,
           finished_at: new Date(),
-          progress: JSON.stringify({
-            ...(lastProgress ?? row.progress),
-            phase: 'done',
-            percent: outcome === 'completed' ? 100 : (lastProgress ?? row.progress).percent,
-          }),
+          // a completed run is done; any other keeps where it stopped (phase, pass, rows, percent)
+          progress: JSON.stringify(
+            outcome === 'completed'
+              ? { ...(lastProgress ?? row.progress), phase: 'done', percent: 100 }
+              : (lastProgress ?? row.progress),
+          ),
           summary: patch.summary ? JSON.stringify(patch.summary) : null,
           error: patch.error ? JSON.stringify(patch.error) : null,
         })
