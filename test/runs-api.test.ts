@@ -12,7 +12,7 @@ import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { datasetsDir, datasetsSkip, freshDatabase, testApp } from './helpers/app.js'
 import { acquirerRecipe, kallaRecipe } from './helpers/recipes.js'
-import { waitForRun } from './helpers/runs.js'
+import { waitForProgress, waitForRun } from './helpers/runs.js'
 
 async function register(app: FastifyInstance, alias: string, type: string, path: string) {
   const res = await app.inject({ method: 'POST', url: '/api/sources', payload: { alias, type, path } })
@@ -272,10 +272,17 @@ t.test('cancel a running run: it stops, frees its worker, keeps nothing', async 
   await register(app, 'bl', 'csv', 'big-left.csv')
   await register(app, 'br', 'csv', 'big-right.csv')
   const id = (await app.inject({ method: 'POST', url: '/api/runs', payload: { recipe: bigRecipe } })).json().id
-  await waitForRun(app, id, ['running', 'completed'])
+  // progress is read live: the left side is loaded while the right one loads
+  const live = await waitForProgress(app, id, (p) => p.rows_loaded.left !== null)
+  t.match(live, { status: 'running', progress: { rows_loaded: { left: 400_000 } } })
+  t.ok(live.progress.percent >= 15 && live.progress.percent < 100, `${live.progress.percent}% while running`)
   const cancelled = await app.inject({ method: 'POST', url: `/api/runs/${id}/cancel` })
   t.equal(cancelled.statusCode, 200, cancelled.body)
   t.match(cancelled.json(), { status: 'cancelled', error: { error: 'cancelled' } })
+  const kept = cancelled.json().progress
+  t.not(kept.phase, 'done', 'a cancelled run keeps the phase it stopped in')
+  t.ok(kept.percent >= live.progress.percent && kept.percent < 100, `stopped at ${kept.percent}%`)
+  t.equal(kept.rows_loaded.left, 400_000)
   t.equal((await app.inject({ method: 'GET', url: `/api/runs/${id}/matches` })).json().error, 'results_not_ready')
   t.same(await readdir(join(dataDir, 'runs')), [], 'no results and no temporary files remain')
   const again = await app.inject({ method: 'POST', url: `/api/runs/${id}/cancel` })
@@ -317,6 +324,7 @@ t.test('a restart mid-run leaves the run interrupted, with no partial results', 
   for (const runId of [id, 'crashed']) {
     const run = (await second.app.inject({ method: 'GET', url: `/api/runs/${runId}` })).json()
     t.match(run, { status: 'interrupted', error: { error: 'interrupted' } }, runId)
+    t.not(run.progress.phase, 'done', 'an interrupted run keeps the progress it had')
     t.equal((await second.app.inject({ method: 'GET', url: `/api/runs/${runId}/matches` })).statusCode, 409)
   }
   t.same(await readdir(join(dataDir, 'runs')), [], 'partial files are removed')

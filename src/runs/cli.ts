@@ -1,6 +1,7 @@
 // `concord reconcile`: one run from the command line, without a server. Each side is a file (CSV
 // or JSON) or the alias of a source registered in the service's database (embedded in DATA_DIR,
-// or DATABASE_URL). The run is the same job the service runs in its workers, here in process.
+// or DATABASE_URL) in one workspace. The run is the same job the service runs in its workers,
+// here in process.
 
 import { createWriteStream } from 'node:fs'
 import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises'
@@ -8,13 +9,15 @@ import { tmpdir } from 'node:os'
 import { extname, join, resolve } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import type { Config } from '../config.js'
-import { embeddedDir, migrateToLatest, openDatabase } from '../db/connect.js'
+import { embeddedDir, migrateToLatest, openDatabase, type ServiceDatabase } from '../db/connect.js'
 import type { RunSummary } from '../engine/reconcile.js'
 import { ConcordError } from '../errors.js'
 import { applyParams } from '../recipes/params.js'
 import type { Recipe } from '../recipes/schema.js'
 import { structuralIssues, validateRecipe } from '../recipes/validate.js'
 import type { Source } from '../sources/connector.js'
+import { confinedPath } from '../sources/files.js'
+import { openConfig } from '../sources/secrets.js'
 import { type ConnectorContext, loadConnectors } from '../sources/registry.js'
 import { FilterConditionSchema } from '../sources/schemas.js'
 import { type JobProgress, runJob } from './job.js'
@@ -23,8 +26,10 @@ import { RESULT_SETS, resultFile } from './results.js'
 
 export const RECONCILE_USAGE = `usage: concord reconcile --left FILE_OR_ALIAS --right FILE_OR_ALIAS --recipe recipe.json
                          [--param name=value ...] [--out DIR] [--format csv|arrow] [--json]
+                         [--workspace ID]
 
   --left, --right  a CSV or JSON file, or the alias of a registered source
+  --workspace      the workspace whose sources the aliases name (default: default)
   --recipe         the recipe (JSON); its left and right sources are bound to --left and --right
   --param          a value for one of the recipe's parameters (repeatable)
   --out DIR        write matches, unmatched-left and unmatched-right files into DIR
@@ -39,10 +44,16 @@ interface Args {
   out?: string
   format: 'csv' | 'arrow'
   json: boolean
+  workspace: string
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Partial<Args> & { params: Record<string, string> } = { params: {}, format: 'csv', json: false }
+  const args: Partial<Args> & { params: Record<string, string> } = {
+    params: {},
+    format: 'csv',
+    json: false,
+    workspace: 'default',
+  }
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]
     const value = () => {
@@ -79,6 +90,9 @@ function parseArgs(argv: string[]): Args {
       case '--json':
         args.json = true
         break
+      case '--workspace':
+        args.workspace = value()
+        break
       default:
         throw usage(`unknown option "${flag}"`)
     }
@@ -94,35 +108,92 @@ function usage(message: string): ConcordError {
 
 const FILE_TYPES: Record<string, string> = { '.csv': 'csv', '.json': 'json', '.ndjson': 'json', '.jsonl': 'json' }
 
-/** A file becomes a source of its type; anything else must be a registered alias. */
-async function bindSource(value: string, alias: string, config: Config): Promise<Source> {
-  const type = FILE_TYPES[extname(value).toLowerCase()]
-  const isFile = await stat(value).then(
-    (s) => s.isFile(),
-    () => false,
-  )
-  if (type && isFile) return { alias, type, config: { path: resolve(value) } }
-  if (isFile)
-    throw new ConcordError('unknown_file_type', `cannot tell the type of "${value}"`, 2, 'name it .csv or .json')
-  if (type || value.includes('/')) throw new ConcordError('file_not_found', `no file "${value}"`, 2)
-  const database = await openDatabase({ url: config.databaseUrl, pgliteDir: embeddedDir(config.dataDir) })
-  try {
-    await migrateToLatest(database.db)
-    const row = await database.db.selectFrom('sources').selectAll().where('alias', '=', value).executeTakeFirst()
-    if (!row)
+/**
+ * Binds the command's --left and --right: a file becomes a source of its type; anything else must
+ * be an alias registered in the workspace, read from the service's database (opened once, only
+ * when an alias is given). A registered file source stays confined to DATA_DIR, as in the service.
+ */
+class SourceBinder {
+  private database?: Promise<ServiceDatabase>
+
+  constructor(
+    private readonly config: Config,
+    private readonly workspace: string,
+  ) {}
+
+  async bind(value: string, alias: string): Promise<Source> {
+    const type = FILE_TYPES[extname(value).toLowerCase()]
+    const isFile = await stat(value).then(
+      (s) => s.isFile(),
+      () => false,
+    )
+    if (type && isFile) return { alias, type, config: { path: resolve(value) } }
+    if (isFile)
+      throw new ConcordError('unknown_file_type', `cannot tell the type of "${value}"`, 2, 'name it .csv or .json')
+    if (type || value.includes('/')) throw new ConcordError('file_not_found', `no file "${value}"`, 2)
+    return this.registered(value, alias)
+  }
+
+  private async registered(value: string, alias: string): Promise<Source> {
+    this.database ??= this.open()
+    const { db } = await this.database
+    const row = await db
+      .selectFrom('sources')
+      .selectAll()
+      .where('workspace_id', '=', this.workspace)
+      .where('alias', '=', value)
+      .executeTakeFirst()
+    if (!row) {
+      const elsewhere = await db.selectFrom('sources').select('workspace_id').where('alias', '=', value).execute()
       throw new ConcordError(
         'source_not_found',
-        `"${value}" is neither a file nor a registered source`,
+        `"${value}" is neither a file nor a source registered in workspace "${this.workspace}"`,
         2,
-        'give a path to a CSV or JSON file, or register the source first',
+        elsewhere.length
+          ? `it is registered in workspace ${elsewhere.map((r) => `"${r.workspace_id}"`).join(', ')}: add --workspace`
+          : 'give a path to a CSV or JSON file, or register the source first',
       )
-    return { alias, type: row.type, config: row.config }
-  } finally {
-    await database.close()
+    }
+    const config = openConfig(row.config, this.config.secretKey)
+    // the CLI reads files anywhere, but a registered path means what it means to the service
+    if (typeof config.path === 'string')
+      return {
+        alias,
+        type: row.type,
+        config: { ...config, path: await confinedPath(this.config.dataDir, config.path) },
+      }
+    return { alias, type: row.type, config }
+  }
+
+  private async open(): Promise<ServiceDatabase> {
+    const database = await openDatabase({ url: this.config.databaseUrl, pgliteDir: embeddedDir(this.config.dataDir) })
+    await migrateToLatest(database.db)
+    const ws = await database.db
+      .selectFrom('workspaces')
+      .select('id')
+      .where('id', '=', this.workspace)
+      .executeTakeFirst()
+    if (!ws) {
+      const all = await database.db.selectFrom('workspaces').select('id').orderBy('id').execute()
+      await database.close()
+      this.database = undefined
+      throw new ConcordError(
+        'workspace_not_found',
+        `no workspace "${this.workspace}"`,
+        2,
+        `the workspaces: ${all.map((w) => w.id).join(', ')}`,
+      )
+    }
+    return database
+  }
+
+  async close(): Promise<void> {
+    const database = await this.database?.catch(() => undefined)
+    await database?.close()
   }
 }
 
-function progressBar(p: JobProgress): string {
+export function progressBar(p: JobProgress): string {
   const width = 30
   const done = Math.round((p.percent / 100) * width)
   const what = p.phase === 'matching' && p.pass ? `matching (pass ${p.pass})` : p.phase
@@ -178,8 +249,19 @@ export function summaryTable(s: RunSummary): string {
   return lines.join('\n').trimEnd()
 }
 
+/** Where the command writes: the process's streams, or a test's. A progress bar needs a TTY. */
+export interface CommandIO {
+  stdout: Pick<NodeJS.WriteStream, 'write'>
+  stderr: Pick<NodeJS.WriteStream, 'write' | 'isTTY'>
+}
+
 /** Runs `concord reconcile`; returns the exit code (0 done, 1 the run failed, 2 bad usage or input). */
-export async function reconcileCommand(argv: string[], config: Config): Promise<number> {
+export async function reconcileCommand(
+  argv: string[],
+  config: Config,
+  io: CommandIO = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
+  const fail = (err: unknown) => failure(err, io)
   let args: Args
   try {
     args = parseArgs(argv)
@@ -201,12 +283,18 @@ export async function reconcileCommand(argv: string[], config: Config): Promise<
       statementTimeoutMs: config.sourceStatementTimeoutMs,
       poolMax: config.sourcePoolMax,
     }
-    const sources = {
-      left: await bindSource(args.left, recipe.left.source, config),
-      right: await bindSource(args.right, recipe.right.source, config),
+    const binder = new SourceBinder(config, args.workspace)
+    let sources: { left: Source; right: Source }
+    try {
+      sources = {
+        left: await binder.bind(args.left, recipe.left.source),
+        right: await binder.bind(args.right, recipe.right.source),
+      }
+    } finally {
+      await binder.close()
     }
     await checkRecipe(recipe, sources, connectors)
-    const tty = process.stderr.isTTY && !args.json
+    const tty = io.stderr.isTTY === true && !args.json
     const outDir = args.out ? resolve(args.out) : undefined
     const work = outDir ? await mkdtemp(join(tmpdir(), 'concord-')) : null
     let summary: RunSummary
@@ -221,16 +309,16 @@ export async function reconcileCommand(argv: string[], config: Config): Promise<
         connectors,
         outDir: work,
       }
-      summary = await runJob(spec, tty ? (p) => process.stderr.write(progressBar(p)) : undefined)
-      if (tty) process.stderr.write('\n')
+      summary = await runJob(spec, tty ? (p) => io.stderr.write(progressBar(p)) : undefined)
+      if (tty) io.stderr.write('\n')
       if (outDir && work && summary.status === 'completed') await writeOut(work, outDir, args.format)
     } finally {
       if (work) await rm(work, { recursive: true, force: true })
     }
-    process.stdout.write(
+    io.stdout.write(
       args.json ? `${JSON.stringify({ ...summary, params: used }, null, 2)}\n` : `${summaryTable(summary)}\n`,
     )
-    if (outDir && summary.status === 'completed' && !args.json) process.stdout.write(`\nresults in ${outDir}\n`)
+    if (outDir && summary.status === 'completed' && !args.json) io.stdout.write(`\nresults in ${outDir}\n`)
     return summary.status === 'completed' ? 0 : 1
   } catch (err) {
     return fail(err)
@@ -270,11 +358,11 @@ async function writeOut(work: string, out: string, format: 'csv' | 'arrow'): Pro
   }
 }
 
-function fail(err: unknown): number {
+function failure(err: unknown, io: CommandIO): number {
   if (err instanceof ConcordError) {
-    process.stderr.write(`concord reconcile: ${err.message}\n${err.suggestion ? `${err.suggestion}\n` : ''}`)
+    io.stderr.write(`concord reconcile: ${err.message}\n${err.suggestion ? `${err.suggestion}\n` : ''}`)
     return err.status === 2 ? 2 : err.status >= 500 ? 1 : 2
   }
-  process.stderr.write(`concord reconcile: ${(err as Error).message}\n`)
+  io.stderr.write(`concord reconcile: ${(err as Error).message}\n`)
   return 1
 }

@@ -4,7 +4,9 @@
 
 import { mkdir } from 'node:fs/promises'
 import { type RunSummary, reconcile } from '../engine/reconcile.js'
-import type { Table } from '../engine/table.js'
+import { resolveConditions, selectRows } from '../engine/filter.js'
+import { describeTable, type Table, takeRows } from '../engine/table.js'
+import type { FilterCondition } from '../engine/types.js'
 import type { Recipe } from '../recipes/schema.js'
 import { EngineContext, type Source } from '../sources/connector.js'
 import { type ConnectorContext, loadConnectors } from '../sources/registry.js'
@@ -43,6 +45,12 @@ export function initialProgress(): JobProgress {
   return { phase: 'queued', rows_loaded: { left: null, right: null }, pass: null, percent: 0 }
 }
 
+/** The rows of a loaded table within a recipe side's scope (the table itself when it has none). */
+export function inScope(table: Table, scope: FilterCondition[]): Table {
+  if (!scope.length) return table
+  return takeRows(table, selectRows(table, resolveConditions(describeTable(table), scope)))
+}
+
 /** Runs a job; resolves with the summary once the results (if any) are written to `outDir`. */
 export async function runJob(
   spec: JobSpec,
@@ -59,7 +67,11 @@ export async function runJob(
   let tables: { left: Table; right: Table }
   if (spec.mode === 'sample') {
     if (!spec.sample) throw new Error('a sample run needs the loaded scoped tables')
-    tables = spec.sample
+    // the same scope (and parameters) a full run loads with, applied to the loaded tables
+    tables = {
+      left: inScope(spec.sample.left, spec.recipe.left.scope ?? []),
+      right: inScope(spec.sample.right, spec.recipe.right.scope ?? []),
+    }
     report({ rows_loaded: { left: tables.left.length, right: tables.right.length }, percent: 30 })
   } else {
     const registry = await loadConnectors(spec.connectors)
@@ -92,7 +104,8 @@ export async function runJob(
     await mkdir(spec.outDir, { recursive: true })
     await writeResults(spec.outDir, { result, leftKey: spec.recipe.left.key, rightKey: spec.recipe.right.key })
   }
-  report({ phase: 'done', percent: 100 })
+  // a failed pass leaves the progress where the run stopped
+  if (result.summary.status === 'completed') report({ phase: 'done', percent: 100 })
   return result.summary
 }
 
@@ -114,6 +127,6 @@ async function pushdown(spec: JobSpec, report: (patch: Partial<JobProgress>) => 
     await mkdir(spec.outDir, { recursive: true })
     await writeResults(spec.outDir, { result, leftKey: spec.recipe.left.key, rightKey: spec.recipe.right.key, records })
   }
-  report({ phase: 'done', percent: 100 })
+  if (result.summary.status === 'completed') report({ phase: 'done', percent: 100 })
   return result.summary
 }

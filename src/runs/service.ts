@@ -15,6 +15,8 @@ import type { Kysely } from 'kysely'
 import type { Config } from '../config.js'
 import type { Database, RunRow, RunStatus } from '../db/schema.js'
 import type { RunSummary } from '../engine/reconcile.js'
+import { resolveConditions } from '../engine/filter.js'
+import { describeTable } from '../engine/table.js'
 import { ConcordError, notFound } from '../errors.js'
 import { applyParams } from '../recipes/params.js'
 import type { Recipe } from '../recipes/schema.js'
@@ -151,13 +153,26 @@ export class RunsService {
     await this.recipes.checked(ws, applied)
     if (mode === 'sample') {
       for (const side of ['left', 'right'] as const) {
-        if (!this.sources.engine(ws).get(applied[side].source))
+        const loaded = this.sources.engine(ws).get(applied[side].source)
+        if (!loaded)
           throw new ConcordError(
             'scope_not_loaded',
             `no scoped table is loaded for ${side} source "${applied[side].source}"`,
             409,
             `load one with POST /api/sources/${applied[side].source}/load-scoped, or run with "mode": "full"`,
           )
+        // the recipe's scope and parameters filter the loaded rows: refuse now what would not apply
+        try {
+          resolveConditions(describeTable(loaded.table), applied[side].scope ?? [])
+        } catch (err) {
+          if (!(err instanceof ConcordError)) throw err
+          throw new ConcordError(
+            err.code,
+            `the ${side} scope does not apply to the loaded scoped table of "${applied[side].source}": ${err.message}`,
+            400,
+            err.suggestion ?? 'load the scoped table again, or run with "mode": "full"',
+          )
+        }
       }
     }
     if (engine === 'postgres') {
@@ -394,11 +409,12 @@ export class RunsService {
         .set({
           status: outcome,
           finished_at: new Date(),
-          progress: JSON.stringify({
-            ...(lastProgress ?? row.progress),
-            phase: 'done',
-            percent: outcome === 'completed' ? 100 : (lastProgress ?? row.progress).percent,
-          }),
+          // a completed run is done; any other keeps where it stopped (phase, pass, rows, percent)
+          progress: JSON.stringify(
+            outcome === 'completed'
+              ? { ...(lastProgress ?? row.progress), phase: 'done', percent: 100 }
+              : (lastProgress ?? row.progress),
+          ),
           summary: patch.summary ? JSON.stringify(patch.summary) : null,
           error: patch.error ? JSON.stringify(patch.error) : null,
         })
