@@ -156,10 +156,10 @@ t.test('kalla: greeting to a completed full run, three pairs confirmed on cards'
   })
   t.equal(inferred.phase, 'validation')
   t.same(seen(third), [
-    ['inference', ['infer_rules', 'build_recipe']],
-    ['inference', ['infer_rules', 'build_recipe']],
-    ['validation', ['validate_recipe', 'run_sample', 'build_recipe']],
-    ['validation', ['validate_recipe', 'run_sample', 'build_recipe']],
+    ['inference', ['infer_rules', 'build_recipe', 'load_scoped']],
+    ['inference', ['infer_rules', 'build_recipe', 'load_scoped']],
+    ['validation', ['validate_recipe', 'run_sample', 'build_recipe', 'load_scoped']],
+    ['validation', ['validate_recipe', 'run_sample', 'build_recipe', 'load_scoped']],
   ])
   t.match(fake.requests[third].messages.at(-1), {
     role: 'user',
