@@ -14,5 +14,6 @@ export default {
   next: 'inference',
   back: ['scoping'],
   owns: ['proposals', 'confirmed_pairs'],
+  clearsOnReturn: ['proposals', 'confirmed_pairs'],
   errorPolicy: { maxRetriesPerTool: 2, onExhausted: 'remove_tool' },
 } satisfies PhaseConfig

@@ -12,5 +12,6 @@ export default {
   advancesWhen: () => false,
   back: ['scoping', 'demonstration', 'inference', 'validation'],
   owns: ['last_run'],
+  clearsOnReturn: [],
   errorPolicy: { maxRetriesPerTool: 2, onExhausted: 'remove_tool' },
 } satisfies PhaseConfig

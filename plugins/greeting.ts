@@ -12,6 +12,9 @@ export default {
   advancesWhen: (s) => s.sources_list !== null,
   next: 'intent',
   back: [],
-  owns: ['sources_list'],
+  // the source list is a fact about the workspace, not the user's work: refreshing it later
+  // (list_sources in intent) never sends the session back
+  owns: [],
+  clearsOnReturn: [],
   errorPolicy: { maxRetriesPerTool: 2, onExhausted: 'remove_tool' },
 } satisfies PhaseConfig

@@ -14,5 +14,6 @@ export default {
   next: 'scoping',
   back: ['greeting'],
   owns: ['left_alias', 'right_alias', 'schema_left', 'schema_right'],
+  clearsOnReturn: [],
   errorPolicy: { maxRetriesPerTool: 2, onExhausted: 'remove_tool' },
 } satisfies PhaseConfig

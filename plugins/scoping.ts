@@ -14,5 +14,6 @@ export default {
   next: 'demonstration',
   back: ['intent'],
   owns: ['scope_left', 'scope_right', 'sample_left', 'sample_right'],
+  clearsOnReturn: ['scope_left', 'scope_right', 'sample_left', 'sample_right'],
   errorPolicy: { maxRetriesPerTool: 2, onExhausted: 'remove_tool' },
 } satisfies PhaseConfig

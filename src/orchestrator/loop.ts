@@ -1,8 +1,8 @@
 // The generic turn loop (DESIGN §3). Before each model call: prerequisites, the phase's prompt and
 // its tools minus exhausted ones. At dispatch: deny by default, validate and normalize arguments,
 // answer duplicates from the first result, count failures against a per-tool budget. After each
-// result: going back when a tool says so (declared transitions only), advancing when the phase's
-// rule holds. Every tool_use gets a tool_result, so the history stays valid for the Messages API.
+// result: going back when a tool changed work an earlier phase owns (declared transitions only),
+// advancing when the phase's rule holds. Every tool_use gets a tool_result, so the history stays valid for the Messages API.
 // No branch here knows any phase: they are configuration (plugins/).
 
 import type Anthropic from '@anthropic-ai/sdk'
@@ -23,7 +23,8 @@ export interface Message {
 
 export interface TurnEvent {
   type: string
-  reason?: string
+  /** Why it happened, as a code: what /metrics counts (concord_agent_events_total). */
+  reason: string
   phase: PhaseName
   tool?: string
   detail?: unknown
@@ -48,6 +49,10 @@ export class InvalidState extends ConcordError {
     super('invalid_state', message, 409, suggestion)
   }
 }
+
+/** What the user reads when the model answers with no text and no tool call. */
+export const EMPTY_REPLY =
+  'I have no answer to that just now. Could you say it another way, or tell me what you would like to do next?'
 
 /** The model's view of the history: every tool result shortened when large. */
 export function forModel(messages: Message[]): Anthropic.MessageParam[] {
@@ -97,7 +102,10 @@ export function advance(ctx: Pick<TurnContext, 'phases' | 'events'>, session: Se
   }
 }
 
-/** Returns to an earlier phase the current one declares; what later phases produced is cleared. */
+/**
+ * Returns to an earlier phase the current one declares (anything else is invalid_state): what
+ * later phases produced is cleared, and of the target's own work what it declares to redo.
+ */
 export function goBack(ctx: Pick<TurnContext, 'phases' | 'events'>, session: SessionState, to: PhaseName): void {
   const from = ctx.phases.get(session.phase)
   if (from.name === to) return
@@ -106,9 +114,9 @@ export function goBack(ctx: Pick<TurnContext, 'phases' | 'events'>, session: Ses
       `phase ${from.name} cannot go back to ${to}`,
       `it may go back to ${from.back.join(', ') || 'no phase'}`,
     )
-  for (const field of ctx.phases.fieldsAfter(to))
-    (session as unknown as Record<SessionField, unknown>)[field] = emptyValue(field)
-  ctx.events.push({ type: 'transition', reason: 'went_back', phase: to, detail: { from: from.name, to } })
+  const cleared = [...ctx.phases.get(to).clearsOnReturn, ...ctx.phases.fieldsAfter(to)]
+  for (const field of cleared) (session as unknown as Record<SessionField, unknown>)[field] = emptyValue(field)
+  ctx.events.push({ type: 'transition', reason: 'went_back', phase: to, detail: { from: from.name, to, cleared } })
   session.phase = to
 }
 
@@ -168,11 +176,12 @@ export async function runTurn(ctx: TurnContext, session: SessionState, messages:
     checkPrerequisites(ctx.phases, session)
     const phase = ctx.phases.get(session.phase)
     const tools = offeredTools(ctx.phases, session, exhausted)
-    ctx.events.push({ type: 'model_call', phase: phase.name, detail: { tools: tools.map((t) => t.name) } })
+    const names = tools.map((t) => t.name)
+    ctx.events.push({ type: 'model_call', reason: 'model_call', phase: phase.name, detail: { tools: names } })
     const reply = await ctx.client.messages.create({
       model: ctx.model,
       max_tokens: ctx.maxTokens,
-      system: systemPrompt(session, phase),
+      system: systemPrompt(session, phase, names),
       tools: tools.map((t) => ({
         name: t.name,
         description: t.description,
@@ -180,10 +189,21 @@ export async function runTurn(ctx: TurnContext, session: SessionState, messages:
       })),
       messages: forModel(messages),
     })
-    messages.push({ role: 'assistant', content: reply.content as Block[] })
-    for (const block of reply.content)
-      if (block.type === 'text' && block.text.trim()) segments.push({ type: 'text', text: block.text })
-    const uses = reply.content.filter((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use')
+    // empty text blocks are dropped (the Messages API refuses them when replayed); a reply with
+    // nothing left still ends the turn with something the user can read and the history can hold
+    const content = (reply.content as Block[]).filter((b) => b.type !== 'text' || b.text.trim())
+    if (content.length === 0) {
+      content.push({ type: 'text', text: EMPTY_REPLY })
+      ctx.events.push({
+        type: 'empty_reply',
+        reason: 'empty_model_reply',
+        phase: session.phase,
+        detail: { stop_reason: reply.stop_reason },
+      })
+    }
+    messages.push({ role: 'assistant', content })
+    for (const block of content) if (block.type === 'text') segments.push({ type: 'text', text: block.text })
+    const uses = content.filter((b): b is Anthropic.ToolUseBlockParam => b.type === 'tool_use')
     if (uses.length === 0) return segments
 
     const results: Block[] = []
@@ -212,12 +232,12 @@ async function dispatch(
   ctx: TurnContext,
   session: SessionState,
   offeredIn: PhaseName,
-  use: Anthropic.ToolUseBlock,
+  use: Anthropic.ToolUseBlockParam,
   memory: TurnMemory,
   segments: Segment[],
 ): Promise<{ content: string; isError: boolean; endTurn?: boolean }> {
   const phase = ctx.phases.get(offeredIn)
-  const event = (type: string, reason?: string, detail?: unknown) =>
+  const event = (type: string, reason: string, detail?: unknown) =>
     ctx.events.push({ type, reason, phase: session.phase, tool: use.name, detail })
   const tool = agentTool(use.name)
   if (!tool || !phase.tools.includes(use.name)) {
@@ -265,7 +285,9 @@ async function dispatch(
       problems.join('; '),
       `the arguments must match: ${JSON.stringify(plainSchema(tool.input))}`,
     )
-  event('tool_call', undefined, { input })
+  const failedBefore = memory.failures.get(use.name) ?? 0
+  if (failedBefore) event('tool_retry', 'retry', { failures: failedBefore })
+  event('tool_call', 'called', { input })
   let outcome
   try {
     outcome = await tool.run(ctx.app, ctx.workspace, session, input)
@@ -274,7 +296,16 @@ async function dispatch(
     const e = err instanceof ConcordError ? err : new ConcordError('tool_failed', (err as Error).message, 500)
     return fail(e.code, e.message, e.suggestion)
   }
-  if (outcome.back) goBack(ctx, session, outcome.back)
+  // a change to work an earlier phase owns sends the session back there, if this phase may go
+  const target = ctx.phases.returnFor(session, outcome.patch ?? {})
+  if (target)
+    try {
+      goBack(ctx, session, target)
+    } catch (err) {
+      if (!(err instanceof InvalidState)) throw err
+      // refused: the session keeps its state and the model is told why
+      return fail(err.code, err.message, err.suggestion)
+    }
   Object.assign(session, outcome.patch ?? {})
   if (outcome.artifact)
     session.artifacts = [...session.artifacts, { id: `a${session.artifacts.length + 1}`, ...outcome.artifact }]

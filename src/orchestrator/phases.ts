@@ -3,6 +3,7 @@
 // advancement rule from here and has no branch of its own for any phase.
 
 import { readdir } from 'node:fs/promises'
+import { isDeepStrictEqual } from 'node:util'
 import type { PhaseName, SessionField, SessionState } from './session.js'
 
 /** What the system prompt shows of the session, besides the phase's instructions. */
@@ -29,10 +30,21 @@ export interface PhaseConfig {
   /** Checked after every tool result (and card response): true moves the session to `next`. */
   advancesWhen: (session: SessionState) => boolean
   next?: PhaseName
-  /** Earlier phases this one may return to when the user changes their work. */
+  /**
+   * Earlier phases this one may return to when the user changes their work (the only transitions
+   * besides `next`; any other is refused with invalid_state).
+   */
   back: PhaseName[]
-  /** The fields this phase produces: going back to an earlier phase clears those of later ones. */
+  /**
+   * The fields this phase produces. A tool that changes one of them in a later phase sends the
+   * session back here; going back clears the fields of every later phase.
+   */
   owns: SessionField[]
+  /**
+   * Of its own fields, those cleared when the session comes back to this phase: the work that has
+   * to be redone (a new scope reloads both samples), so the stale rest cannot advance it again.
+   */
+  clearsOnReturn: SessionField[]
   errorPolicy: { maxRetriesPerTool: number; onExhausted: 'remove_tool' | 'end_turn' }
 }
 
@@ -72,6 +84,31 @@ export class PhaseRegistry {
   fieldsAfter(phase: PhaseName): SessionField[] {
     const seq = this.sequence()
     return seq.slice(seq.indexOf(phase) + 1).flatMap((n) => this.get(n).owns)
+  }
+
+  /** The phase that produces `field`, if any does. */
+  ownerOf(field: string): PhaseName | undefined {
+    return this.all().find((p) => (p.owns as string[]).includes(field))?.name
+  }
+
+  /**
+   * Where a tool's changes send the session: the earliest phase before the current one that owns
+   * a field the patch changes (a new scope in demonstration → scoping; other rules in validation
+   * → inference), or undefined when the change belongs to the current phase or a later one.
+   */
+  returnFor(session: SessionState, patch: Partial<SessionState>): PhaseName | undefined {
+    const seq = this.sequence()
+    const here = seq.indexOf(session.phase)
+    let target: number | undefined
+    for (const [field, value] of Object.entries(patch)) {
+      const owner = this.ownerOf(field)
+      if (!owner) continue
+      const at = seq.indexOf(owner)
+      const before = (session as unknown as Record<string, unknown>)[field]
+      // deep equality, not JSON text: a session read back from jsonb has its keys reordered
+      if (at < here && !isDeepStrictEqual(before ?? null, value ?? null)) target = Math.min(target ?? at, at)
+    }
+    return target === undefined ? undefined : seq[target]
   }
 }
 

@@ -63,9 +63,29 @@ const INJECTIONS: Record<PhaseConfig['contextInjections'][number], (s: SessionSt
       : null,
 }
 
-export function systemPrompt(session: SessionState, phase: PhaseConfig): string {
+/**
+ * The system prompt of one model call. `tools` are the tools offered with it (the phase's, minus
+ * those exhausted this turn): the prompt names them and no other.
+ */
+export function systemPrompt(session: SessionState, phase: PhaseConfig, tools: string[]): string {
   const context = phase.contextInjections.map((i) => INJECTIONS[i](session)).filter((x): x is string => !!x)
-  return [BASE_RULES, `Current phase: ${phase.name}.\n${phase.instructions}`, ...context].join('\n\n')
+  const offered = `Tools available now: ${tools.join(', ') || 'none'}.`
+  return [BASE_RULES, `Current phase: ${phase.name}.\n${instructionsFor(phase, tools)}\n${offered}`, ...context].join(
+    '\n\n',
+  )
+}
+
+/**
+ * The phase's instructions without the sentences that name a tool not offered now (one removed
+ * for the rest of the turn after failing too often), so the prompt never points at it.
+ */
+function instructionsFor(phase: PhaseConfig, tools: string[]): string {
+  const withdrawn = phase.tools.filter((t) => !tools.includes(t))
+  if (!withdrawn.length) return phase.instructions
+  return phase.instructions
+    .split(/(?<=[.!?])\s+/)
+    .filter((sentence) => !withdrawn.some((t) => new RegExp(`\\b${t}\\b`).test(sentence)))
+    .join(' ')
 }
 
 /** Tool results past this size are sent shortened (they stay whole in the stored history). */

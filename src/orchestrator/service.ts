@@ -73,22 +73,48 @@ export class ChatService {
     if (!request.message?.trim() && !request.card_response)
       throw new ConcordError('invalid_request', 'send a message or a card_response', 400)
     const session = request.session_id ? await this.store.state(ws, request.session_id) : await this.store.create(ws)
-    if (!(await this.store.acquire(session.id)))
+    if (!(await this.store.acquire(session.id))) {
+      // refused, but seen: the session's events and the metrics show the collision
+      await this.refused(session.id, session.snapshot + 1, {
+        type: 'turn_refused',
+        reason: 'session_busy',
+        phase: session.phase,
+      })
       throw new ConcordError(
         'session_busy',
         'this session is in the middle of another turn',
         409,
         'wait for it to finish',
       )
+    }
     const events: TurnEvent[] = []
     try {
       const messages = await this.store.messages(session.id, session.snapshot)
       const base = messages.length
       const blocks: Block[] = []
-      if (request.card_response) blocks.push({ type: 'text', text: applyCard(session, request.card_response, events) })
+      if (request.card_response) {
+        let told: string
+        try {
+          told = applyCard(session, request.card_response, events)
+        } catch (err) {
+          const e = err as ConcordError
+          await this.refused(session.id, session.snapshot + 1, {
+            type: 'card_error',
+            reason: e.code ?? 'card_error',
+            phase: session.phase,
+            detail: { card: request.card_response, message: e.message },
+          })
+          throw err
+        }
+        blocks.push({ type: 'text', text: told })
+      }
       if (request.message?.trim()) blocks.push({ type: 'text', text: request.message.trim() })
       messages.push({ role: 'user', content: blocks })
-      events.push({ type: 'turn_started', phase: session.phase })
+      events.push({
+        type: 'turn_started',
+        reason: request.card_response ? 'card_response' : 'message',
+        phase: session.phase,
+      })
       this.client ??= modelClient(this.model)
       let segments: Segment[]
       try {
@@ -119,7 +145,7 @@ export class ChatService {
         this.publish(session.id, events)
         throw failure
       }
-      events.push({ type: 'turn_finished', phase: session.phase })
+      events.push({ type: 'turn_finished', reason: 'turn_finished', phase: session.phase })
       await this.store.saveTurn(session, base, messages.slice(base), events)
       this.publish(session.id, events)
       return {
@@ -140,11 +166,17 @@ export class ChatService {
 
   private publish(id: string, events: TurnEvent[]): void {
     for (const e of events) {
-      const key = `${e.type}${e.reason ? `:${e.reason}` : ''}`
+      const key = `${e.type}:${e.reason}`
       this.counts.set(key, (this.counts.get(key) ?? 0) + 1)
-      this.app.metrics?.agentEvents.inc({ type: e.type, reason: e.reason ?? '' })
+      this.app.metrics?.agentEvents.inc({ type: e.type, reason: e.reason })
     }
     this.feed.emit(`events:${id}`)
+  }
+
+  /** A request refused before its turn ran (busy session, bad card): recorded and counted. */
+  private async refused(id: string, turn: number, event: TurnEvent): Promise<void> {
+    await this.store.recordEvents(id, turn, [event])
+    this.publish(id, [event])
   }
 
   async session(ws: string, id: string): Promise<SessionState & { snapshot: number }> {
@@ -156,10 +188,15 @@ export class ChatService {
     const session = await this.store.state(ws, id)
     checkPrerequisites(this.phases, session)
     const phase = this.phases.get(session.phase)
+    const tools = offeredTools(this.phases, session)
     return {
       phase: phase.name,
-      system: systemPrompt(session, phase),
-      tools: offeredTools(this.phases, session).map((t) => ({
+      system: systemPrompt(
+        session,
+        phase,
+        tools.map((t) => t.name),
+      ),
+      tools: tools.map((t) => ({
         name: t.name,
         description: t.description,
         input_schema: plainSchema(t.input),
@@ -176,9 +213,11 @@ export class ChatService {
   }
 
   private async step(ws: string, id: string, step: -1 | 1) {
-    await this.store.state(ws, id)
-    if (!(await this.store.acquire(id)))
+    const current = await this.store.state(ws, id)
+    if (!(await this.store.acquire(id))) {
+      await this.refused(id, current.snapshot, { type: 'turn_refused', reason: 'session_busy', phase: current.phase })
       throw new ConcordError('session_busy', 'this session is in the middle of a turn', 409, 'wait for it to finish')
+    }
     try {
       const state = await this.store.move(ws, id, step)
       if (!state)
@@ -187,8 +226,13 @@ export class ChatService {
           `there is nothing to ${step < 0 ? 'undo' : 'redo'}`,
           409,
         )
-      await this.store.recordEvents(id, state.snapshot, [{ type: step < 0 ? 'undo' : 'redo', phase: state.phase }])
-      this.publish(id, [{ type: step < 0 ? 'undo' : 'redo', phase: state.phase }])
+      const event: TurnEvent = {
+        type: step < 0 ? 'undo' : 'redo',
+        reason: step < 0 ? 'undo' : 'redo',
+        phase: state.phase,
+      }
+      await this.store.recordEvents(id, state.snapshot, [event])
+      this.publish(id, [event])
       return state
     } finally {
       await this.store.release(id)
@@ -208,6 +252,7 @@ export class ChatService {
       context: p.contextInjections,
       transitions: { next: p.next ?? null, back: p.back },
       owns: p.owns,
+      clears_on_return: p.clearsOnReturn,
       error_policy: p.errorPolicy,
     }))
   }

@@ -153,13 +153,18 @@ export class SessionStore {
     })
   }
 
-  /** Events of a turn that did not finish (a model error): recorded, while nothing else changes. */
+  /**
+   * Events outside a finished turn (a model error, a refused request): recorded, while nothing
+   * else changes. A refused request records while another turn runs, so this takes the lock too.
+   */
   async recordEvents(id: string, turn: number, events: TurnEvent[]): Promise<void> {
-    await this.appendEvents(this.db, id, turn, events)
+    await this.db.transaction().execute((tx) => this.appendEvents(tx, id, turn, events))
   }
 
+  /** Must run in a transaction: the session row's lock orders concurrent appends (seq is a key). */
   private async appendEvents(db: Kysely<Database>, id: string, turn: number, events: TurnEvent[]): Promise<void> {
     if (!events.length) return
+    await db.selectFrom('sessions').select('id').where('id', '=', id).forUpdate().execute()
     const { max } = await db
       .selectFrom('session_events')
       .select((eb) => eb.fn.max<number>('seq').as('max'))
@@ -196,7 +201,7 @@ export class SessionStore {
       seq: r.seq,
       turn: r.turn,
       type: r.type,
-      reason: r.reason ?? undefined,
+      reason: r.reason ?? '',
       phase: r.phase as PhaseName,
       tool: r.tool ?? undefined,
       detail: r.detail ?? undefined,

@@ -1,7 +1,8 @@
 // The agent's tools: the sources, the reasoning tools and runs, as the model calls them. A tool
-// returns what the model is told, how the session changes, and what the user sees (a card); it
-// may also say the session must go back to an earlier phase (a new scope, other sources, changed
-// rules). Failures are ConcordErrors: their message and suggestion become the tool_result's hint.
+// returns what the model is told, how the session changes, and what the user sees (a card). Tools
+// know no phases: when a patch changes work an earlier phase owns (a new scope, other sources,
+// other rules), the loop sends the session back as the phase configs declare. Failures are
+// ConcordErrors: their message and suggestion become the tool_result's hint.
 
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
@@ -11,7 +12,7 @@ import { describeTable, rowsAsJson } from '../engine/table.js'
 import type { FilterCondition } from '../engine/types.js'
 import { ConcordError } from '../errors.js'
 import type { Recipe } from '../recipes/schema.js'
-import type { Artifact, PhaseName, Sample, SessionState } from './session.js'
+import type { Artifact, Sample, SessionState } from './session.js'
 
 export interface Card {
   type: 'source_preview' | 'sample' | 'match_proposals' | 'rules' | 'recipe' | 'validation' | 'run_summary'
@@ -22,8 +23,6 @@ export interface ToolOutcome {
   /** What the model is told (compacted when large). */
   result: unknown
   patch?: Partial<SessionState>
-  /** The session returns to this phase first (what later phases produced is cleared). */
-  back?: PhaseName
   card?: Card
   artifact?: Omit<Artifact, 'id'>
 }
@@ -164,14 +163,11 @@ export const AGENT_TOOLS: AgentTool[] = [
         result: { ...preview, side: side ?? 'not chosen (both sides are taken; pass side to replace one)' },
         card: { type: 'source_preview', data: preview },
       }
-      if (side && known !== side) {
+      if (side && known !== side)
         outcome.patch =
           side === 'left'
             ? { left_alias: alias, schema_left: preview.columns }
             : { right_alias: alias, schema_right: preview.columns }
-        // another source for a side that already had one: the work done on it no longer holds
-        if ((side === 'left' ? s.left_alias : s.right_alias) !== null) outcome.back = 'intent'
-      }
       return outcome
     },
   },
@@ -207,13 +203,9 @@ export const AGENT_TOOLS: AgentTool[] = [
         side === 'left'
           ? { scope_left: conditions, sample_left: sample }
           : { scope_right: conditions, sample_right: sample }
-      const changed =
-        JSON.stringify((side === 'left' ? s.scope_left : s.scope_right) ?? null) !== JSON.stringify(conditions)
       return {
         result: { alias, side, total_rows: loaded.total_rows, loaded_rows: loaded.loaded_rows, rows: loaded.rows },
         patch,
-        // a new scope after the samples were in use: examples and rules made on the old one go
-        back: changed && !['greeting', 'intent', 'scoping'].includes(s.phase) ? 'scoping' : undefined,
         card: { type: 'sample', data: { alias, side, total_rows: loaded.total_rows, rows: loaded.rows.slice(0, 20) } },
         artifact: { kind: 'sample', summary: sampleSummary(alias, sample, app, ws) },
       }
@@ -280,7 +272,6 @@ export const AGENT_TOOLS: AgentTool[] = [
       return {
         result: rules,
         patch: { rules },
-        back: ['validation', 'execution'].includes(s.phase) ? 'inference' : undefined,
         card: { type: 'rules', data: rules },
       }
     },
@@ -332,7 +323,6 @@ export const AGENT_TOOLS: AgentTool[] = [
       return {
         result: { recipe, explanation },
         patch: { recipe_draft: recipe },
-        back: ['validation', 'execution'].includes(s.phase) ? 'inference' : undefined,
         card: { type: 'recipe', data: { recipe, explanation } },
         artifact: {
           kind: 'recipe',
