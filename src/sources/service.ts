@@ -267,7 +267,8 @@ export class SourcesService {
 function credentials(config: Record<string, unknown>): Record<string, unknown> {
   if (typeof config.password_env === 'string')
     return { password: `from the environment variable ${config.password_env}` }
-  if (typeof config.password_enc === 'string') return { password: 'stored encrypted' }
+  if (typeof config.password_enc === 'string' || typeof config.params_enc === 'string')
+    return { password: 'stored encrypted' }
   return {}
 }
 
