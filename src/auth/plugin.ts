@@ -1,8 +1,9 @@
 // Access control: every request but the probes and the API documentation carries
 // `Authorization: Bearer <key>`; the key gives the request its workspace and role, and a route
 // needs at least a role (GET: viewer, other methods: operator, unless the route asks for admin).
-// With no key configured at all (open mode) every request is an admin of the default workspace;
-// the server then only listens on loopback (server.ts).
+// With no key configured at all when the service starts (open mode) every request is an admin of
+// the default workspace; the server then refuses to listen anywhere but loopback (server.ts).
+// Open mode is decided at start-up: it ends with the first key, and never begins while running.
 
 import fp from 'fastify-plugin'
 import { ConcordError } from '../errors.js'
@@ -31,11 +32,14 @@ export default fp(
     const keys = new KeysService(app.db, app.config.adminKey)
     app.decorate('keys', keys)
     app.decorateRequest('principal', null as unknown as Principal)
+    app.addHook('onReady', async () => {
+      await keys.decideOpenMode()
+    })
     app.addHook('onRequest', async (request) => {
       if (PUBLIC.test(request.url)) return
       const header = request.headers.authorization
       if (!header) {
-        if (await keys.open()) {
+        if (await keys.openNow()) {
           request.principal = OPEN
           return
         }
