@@ -15,6 +15,7 @@ import type { ColumnInfo, ColumnType, FilterCondition, NativeQuery } from '../sr
 import { ConcordError } from '../src/errors.js'
 import type { EngineContext, LoadOptions, ScopedTable, Source, SourceConnector } from '../src/sources/connector.js'
 import type { ConnectorContext } from '../src/sources/registry.js'
+import { connectionSecrets, redactConnection } from '../src/sources/secrets.js'
 
 export interface PostgresSourceConfig {
   connection_string: string
@@ -378,29 +379,13 @@ function cancelOnAbort(client: pg.PoolClient, conn: string, signal?: AbortSignal
   return () => signal.removeEventListener('abort', onAbort)
 }
 
-export function redactUrl(conn: string): string {
-  try {
-    const u = new URL(conn)
-    if (u.password) u.password = '***'
-    return u.toString()
-  } catch {
-    return 'postgresql://***'
-  }
-}
+/** The connection string with its password (userinfo or query parameter) shown as ***. */
+export const redactUrl = redactConnection
 
-function passwordOf(conn: string): string | undefined {
-  try {
-    const p = new URL(conn).password
-    return p ? decodeURIComponent(p) : undefined
-  } catch {
-    return undefined
-  }
-}
-
+/** A driver message with the connection string and every secret in it taken out. */
 function scrub(message: string, conn: string): string {
-  const pw = passwordOf(conn)
   let out = message.split(conn).join(redactUrl(conn))
-  if (pw) out = out.split(pw).join('***')
+  for (const secret of connectionSecrets(conn)) out = out.split(secret).join('***')
   return out
 }
 

@@ -14,7 +14,7 @@ import dbPlugin from './db/plugin.js'
 import { ConcordError } from './errors.js'
 import metrics from './metrics.js'
 import ai from './ai/service.js'
-import auth from './auth/plugin.js'
+import auth, { isProbe, rateLimitKey } from './auth/plugin.js'
 import chat from './orchestrator/service.js'
 import recipes from './recipes/service.js'
 import { recipeWireSchemas } from './recipes/schema.js'
@@ -93,14 +93,18 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     maxEventLoopDelay: opts.config.maxEventLoopDelayMs,
     maxHeapUsedBytes: opts.config.maxHeapUsedBytes,
     retryAfter: 5,
-    customError: Overloaded,
+    // probes answer even now: an orchestrator must see the process alive and read its metrics
+    pressureHandler: async (request, reply) => {
+      if (isProbe(request)) return
+      void reply.header('retry-after', '5')
+      throw new Overloaded()
+    },
   })
   await app.register(rateLimit, {
     max: opts.config.rateLimitPerMinute,
     timeWindow: '1 minute',
-    // per key when there is one (many clients may share an address), else per address
-    keyGenerator: (request) => request.headers.authorization ?? request.ip,
-    allowList: (request) => /^\/(health|ready|metrics)(\?|$)/.test(request.url),
+    keyGenerator: rateLimitKey,
+    allowList: isProbe,
     errorResponseBuilder: (_request, context) =>
       new ConcordError('rate_limited', `more than ${context.max} requests a minute`, 429, `retry in ${context.after}`),
   })

@@ -7,26 +7,28 @@ import { loadConfig } from './config.js'
 export async function serve(): Promise<void> {
   const config = loadConfig()
   const app = await buildApp({ config })
+  await app.ready()
+  if (app.keys.openAtStart && !LOOPBACK.has(config.host)) {
+    // no key protects the API: serving other hosts would hand every caller an admin of the default workspace
+    app.log.error(
+      { host: config.host },
+      `no API key is configured (CONCORD_ADMIN_KEY): refusing to listen on ${config.host}; set CONCORD_ADMIN_KEY, or HOST=127.0.0.1 for local use`,
+    )
+    await app.close()
+    process.exitCode = 1
+    return
+  }
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'closing after an error')
     else app.log.info({ signal }, 'shutting down')
     await app.close()
   })
-  await app.ready()
-  let host = config.host
-  if ((await app.keys.open()) && !LOOPBACK.has(host)) {
-    // no key protects the API: only this machine may reach it
+  if (app.keys.openAtStart)
     app.log.warn(
-      { requested_host: host },
-      'no API key is configured (CONCORD_ADMIN_KEY): listening on 127.0.0.1 only; set a key to serve other hosts',
+      { host: config.host },
+      'no API key is configured (CONCORD_ADMIN_KEY): open mode, listening on loopback only; every request is an admin of the default workspace',
     )
-    host = '127.0.0.1'
-  } else if (await app.keys.open()) {
-    app.log.warn(
-      'no API key is configured (CONCORD_ADMIN_KEY): every local request is an admin of the default workspace',
-    )
-  }
-  await app.listen({ port: config.port, host })
+  await app.listen({ port: config.port, host: config.host })
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1'])

@@ -3,7 +3,7 @@
 // what open mode allows.
 
 import t, { type Test } from 'tap'
-import { testApp } from './helpers/app.js'
+import { freshDatabase, testApp } from './helpers/app.js'
 import { fakeAnthropic } from './helpers/fake-anthropic.js'
 
 const ROOT = 'root-key-for-tests-0123456789'
@@ -187,4 +187,27 @@ t.test('open mode: no key configured, every request is an admin of the default w
   t.equal((await app.inject({ method: 'GET', url: '/api/sources' })).statusCode, 401)
   const withKey = await app.inject({ method: 'GET', url: '/api/sources', headers: { authorization: `Bearer ${key}` } })
   t.equal(withKey.json().sources.length, 1)
+  // and revoking that key does not bring it back: open mode never begins while running
+  const auth = { authorization: `Bearer ${key}` }
+  const [{ id }] = (await app.inject({ method: 'GET', url: '/api/keys', headers: auth })).json().keys
+  await app.inject({ method: 'DELETE', url: `/api/keys/${id}`, headers: auth })
+  t.equal(await app.keys.open(), true, 'no key is left')
+  t.equal((await app.inject({ method: 'GET', url: '/api/sources' })).statusCode, 401, 'still closed')
+})
+
+t.test('open mode is decided at start-up: a service started with keys stays closed when all are revoked', async (t) => {
+  const database = await freshDatabase()
+  t.teardown(() => database.close())
+  const first = await testApp(t, { files, database })
+  const key = (
+    await first.app.inject({ method: 'POST', url: '/api/keys', payload: { name: 'k', role: 'admin' } })
+  ).json()
+  // the service restarts (same database) with that key: not in open mode; then the key is revoked
+  const { app } = await testApp(t, { dataDir: first.dataDir, database })
+  t.equal(app.keys.openAtStart, false)
+  const auth = { authorization: `Bearer ${key.key}` }
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/keys/${key.id}`, headers: auth })).statusCode, 200)
+  t.equal(await app.keys.open(), true, 'no key is left')
+  const res = await app.inject({ method: 'GET', url: '/api/sources' })
+  t.equal(res.statusCode, 401, 'a request without a key is still refused')
 })

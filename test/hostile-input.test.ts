@@ -243,6 +243,6 @@ t.test('random CSV and JSON files: registered or refused with a code, never half
     ),
     { numRuns: 150 },
   )
-  const uploads = await readdir(join(dataDir, 'uploads'))
+  const uploads = await readdir(join(dataDir, 'uploads', 'default'))
   t.equal(uploads.length, registered, 'a refused upload leaves no file behind')
 })

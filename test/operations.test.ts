@@ -88,7 +88,33 @@ t.test('the rate limit answers 429 with a code; probes are not limited', async (
   t.same(statuses, [200, 200, 200, 429, 429])
   const limited = await app.inject({ method: 'GET', url: '/api/sources' })
   t.match(limited.json(), { error: 'rate_limited', suggestion: /retry in/ })
-  for (let i = 0; i < 5; i++) t.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 200)
+  for (const url of ['/health', '/ready', '/metrics', '/health?probe=1'])
+    for (let i = 0; i < 4; i++) t.equal((await app.inject({ method: 'GET', url })).statusCode, 200, url)
+})
+
+t.test('the rate limit counts a valid key, else the address: made-up tokens get no fresh allowance', async (t) => {
+  const ROOT = 'root-key-for-tests-0123456789'
+  const { app } = await testApp(t, { env: { RATE_LIMIT_PER_MINUTE: '3', CONCORD_ADMIN_KEY: ROOT } })
+  const get = (authorization?: string, remoteAddress = '10.0.0.1') =>
+    app.inject({ method: 'GET', url: '/api/sources', remoteAddress, headers: authorization ? { authorization } : {} })
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/keys',
+    headers: { authorization: `Bearer ${ROOT}` },
+    payload: { name: 'a', role: 'viewer' },
+  })
+  const keyA = `Bearer ${created.json().key}`
+  // guessing keys from one address: a new token each time, yet the fourth guess is limited
+  const guesses: number[] = []
+  for (let i = 0; i < 4; i++) guesses.push((await get(`Bearer guess-${i}`)).statusCode)
+  t.same(guesses, [401, 401, 401, 429])
+  t.equal((await get()).statusCode, 429, 'no header: the same address, the same allowance')
+  // a valid key has its own allowance, whatever the address and whatever the address has used
+  const byKey: number[] = []
+  for (let i = 0; i < 4; i++) byKey.push((await get(keyA, i % 2 ? '10.0.0.1' : '10.0.0.2')).statusCode)
+  t.same(byKey, [200, 200, 200, 429])
+  t.equal((await get(`Bearer ${ROOT}`)).statusCode, 200, 'another key: another allowance')
+  t.equal((await get('Bearer guess-x', '10.0.0.3')).statusCode, 401, 'another address: another allowance')
 })
 
 t.test('under pressure, requests get a 503 overloaded instead of waiting', async (t) => {
@@ -99,4 +125,7 @@ t.test('under pressure, requests get a 503 overloaded instead of waiting', async
   t.equal(res.statusCode, 503)
   t.match(res.json(), { error: 'overloaded' })
   t.ok(res.headers['retry-after'])
+  // the probes still answer: an orchestrator sees the process alive and can read why it is busy
+  for (const url of ['/health', '/ready', '/metrics'])
+    t.equal((await app.inject({ method: 'GET', url })).statusCode, 200, `${url} answers under pressure`)
 })

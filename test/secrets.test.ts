@@ -121,9 +121,9 @@ t.test('without CONCORD_SECRET_KEY a password is refused, nothing stored; passwo
   t.match(refused.json(), { error: 'secret_key_required', suggestion: /password_env/ })
   t.same(await database.db.selectFrom('sources').selectAll().execute(), [])
 
-  process.env.CONCORD_TEST_SOURCE_PASSWORD = PLANTED
+  process.env.CONCORD_SOURCE_TEST_PASSWORD = PLANTED
   t.teardown(() => {
-    delete process.env.CONCORD_TEST_SOURCE_PASSWORD
+    delete process.env.CONCORD_SOURCE_TEST_PASSWORD
   })
   const byEnv = await app.inject({
     method: 'POST',
@@ -134,17 +134,113 @@ t.test('without CONCORD_SECRET_KEY a password is refused, nothing stored; passwo
       connection_string: pgdb.url,
       schema: pgdb.schema,
       table: 'bank',
-      password_env: 'CONCORD_TEST_SOURCE_PASSWORD',
+      password_env: 'CONCORD_SOURCE_TEST_PASSWORD',
     },
   })
   t.equal(byEnv.statusCode, 201, byEnv.body)
-  t.match(byEnv.json().config, { password: 'from the environment variable CONCORD_TEST_SOURCE_PASSWORD' })
+  t.match(byEnv.json().config, { password: 'from the environment variable CONCORD_SOURCE_TEST_PASSWORD' })
   const [row] = await database.db.selectFrom('sources').selectAll().execute()
   t.notOk(JSON.stringify(row).includes(PLANTED))
   t.notOk('password_enc' in row.config)
   t.equal((await app.inject({ method: 'GET', url: '/api/sources/bank/preview' })).statusCode, 200)
-  delete process.env.CONCORD_TEST_SOURCE_PASSWORD
+  delete process.env.CONCORD_SOURCE_TEST_PASSWORD
   const missing = await app.inject({ method: 'GET', url: '/api/sources/bank/preview' })
   t.equal(missing.statusCode, 502)
-  t.match(missing.json(), { error: 'secret_unavailable', message: /CONCORD_TEST_SOURCE_PASSWORD/ })
+  t.match(missing.json(), { error: 'secret_unavailable', message: /CONCORD_SOURCE_TEST_PASSWORD/ })
+})
+
+t.test('password_env may only name CONCORD_SOURCE_ variables: no other secret of the service leaves', async (t) => {
+  const pgdb = await testDatabase(t)
+  await pgdb.query('CREATE TABLE bank (txn_id text PRIMARY KEY)')
+  const { app, database } = await testApp(t)
+  // were the name accepted, this would be the password sent to the database
+  process.env.CONCORD_ADMIN_KEY = 'admin-key-0123456789abcdef'
+  t.teardown(() => {
+    delete process.env.CONCORD_ADMIN_KEY
+  })
+  for (const name of ['CONCORD_ADMIN_KEY', 'ANTHROPIC_API_KEY', 'PATH', 'CONCORD_SOURCE_']) {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/sources',
+      payload: {
+        alias: 'bank',
+        type: 'postgres',
+        connection_string: pgdb.url,
+        schema: pgdb.schema,
+        table: 'bank',
+        password_env: name,
+      },
+    })
+    t.equal(res.statusCode, 400, name)
+    t.match(res.json(), { error: 'password_env_not_allowed', suggestion: /CONCORD_SOURCE_/ }, name)
+  }
+  t.same(await database.db.selectFrom('sources').selectAll().execute(), [], 'nothing stored')
+  // a row stored before the rule (or written by hand) is refused when used, not connected with
+  await database.db
+    .insertInto('sources')
+    .values({
+      workspace_id: 'default',
+      alias: 'old',
+      type: 'postgres',
+      config: JSON.stringify({
+        connection_string: pgdb.url,
+        schema: pgdb.schema,
+        table: 'bank',
+        password_env: 'CONCORD_ADMIN_KEY',
+      }),
+      columns: JSON.stringify([{ name: 'txn_id', type: 'string', nullable: false }]),
+    })
+    .execute()
+  const used = await app.inject({ method: 'GET', url: '/api/sources/old/preview' })
+  t.equal(used.statusCode, 400)
+  t.match(used.json(), { error: 'password_env_not_allowed' })
+})
+
+t.test('passwords in query parameters (?password=, sslpassword=) are sealed and redacted too', async (t) => {
+  const pgdb = await testDatabase(t)
+  await pgdb.query('CREATE TABLE bank (txn_id text PRIMARY KEY)')
+  await pgdb.query(`INSERT INTO bank VALUES ('T1')`)
+  const url = new URL(pgdb.url)
+  url.searchParams.set('password', PLANTED) // trust auth ignores it
+  url.searchParams.set('sslpassword', `${PLANTED}-ssl`) // no client key: unused
+  url.searchParams.set('application_name', 'concord-test')
+  const payload = {
+    alias: 'bank',
+    type: 'postgres',
+    connection_string: url.toString(),
+    schema: pgdb.schema,
+    table: 'bank',
+  }
+
+  const bare = await testApp(t)
+  const refused = await bare.app.inject({ method: 'POST', url: '/api/sources', payload })
+  t.equal(refused.statusCode, 400)
+  t.match(refused.json(), { error: 'secret_key_required' })
+  t.same(await bare.database.db.selectFrom('sources').selectAll().execute(), [])
+
+  const { app, database } = await testApp(t, { env: { CONCORD_SECRET_KEY: KEY } })
+  const bodies: string[] = []
+  const created = await app.inject({ method: 'POST', url: '/api/sources', payload })
+  t.equal(created.statusCode, 201, created.body)
+  t.match(created.json().config, { password: 'stored encrypted', connection: /application_name=concord-test/ })
+  bodies.push(created.body)
+  const preview = await app.inject({ method: 'GET', url: '/api/sources/bank/preview' })
+  t.equal(preview.statusCode, 200, preview.body)
+  t.equal(preview.json().total_rows, 1)
+  bodies.push(preview.body, (await app.inject({ method: 'GET', url: '/api/sources' })).body)
+  const [row] = await database.db.selectFrom('sources').selectAll().execute()
+  t.notOk(JSON.stringify(row).includes(PLANTED), 'the stored row holds neither password')
+  t.notOk(bodies.join('\n').includes(PLANTED), 'no response shows either')
+  t.same(JSON.parse(decrypt(Buffer.from(KEY, 'hex'), row.config.params_enc as string)), {
+    password: PLANTED,
+    sslpassword: `${PLANTED}-ssl`,
+  })
+  // a refused connection's message is scrubbed of query-parameter passwords as well
+  const down = await app.inject({
+    method: 'POST',
+    url: '/api/sources',
+    payload: { ...payload, alias: 'down', connection_string: `postgresql://u@127.0.0.1:1/x?password=${PLANTED}` },
+  })
+  t.equal(down.statusCode, 502)
+  t.notOk(down.body.includes(PLANTED), down.body)
 })

@@ -168,3 +168,33 @@ t.test('concord serve runs on the embedded database, shuts down gracefully, keep
   second.child.kill('SIGTERM')
   t.equal(await second.exited, 0)
 })
+
+t.test('open mode refuses a non-loopback HOST at start-up and says why', async (t) => {
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    DATA_DIR: t.testdir({}),
+    HOST: '0.0.0.0',
+    PORT: '0',
+    LOG_LEVEL: 'info',
+    MAX_EVENT_LOOP_DELAY_MS: '0',
+  }
+  delete env.CONCORD_ADMIN_KEY
+  delete env.DATABASE_URL
+  const child = spawn(process.execPath, [join(root, 'bin/concord.js'), 'serve'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  t.teardown(() => child.kill('SIGKILL'))
+  let log = ''
+  child.stdout.on('data', (d) => (log += d))
+  child.stderr.on('data', (d) => (log += d))
+  const code = await new Promise<number | null>((done) => child.on('exit', (c) => done(c)))
+  t.equal(code, 1, 'it exits non-zero instead of listening')
+  const line = log
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { level: number; msg: string; host?: string })
+    .find((l) => /refusing to listen/.test(l.msg))
+  t.match(line, { level: 50, host: '0.0.0.0', msg: /no API key is configured \(CONCORD_ADMIN_KEY\)/ }, log)
+  t.notMatch(log, /Server listening/)
+})

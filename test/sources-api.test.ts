@@ -1,7 +1,7 @@
 // The sources API end to end through inject(): registration, description, preview, scoped
 // loading, deletion, and the error replies of each.
 
-import { readFile, symlink } from 'node:fs/promises'
+import { readdir, readFile, symlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { datasetsDir, datasetsSkip, testApp } from './helpers/app.js'
@@ -181,12 +181,77 @@ t.test('upload a file via multipart', async (t) => {
   t.equal(res.statusCode, 201, res.body)
   t.equal(res.json().type, 'json')
   const path = res.json().config.path as string
-  t.match(path, /^uploads\/.+\.json$/)
+  t.match(path, /^uploads\/default\/[^/]+\.json$/, "uploads are kept in the workspace's folder")
   t.equal(await readFile(join(dataDir, path), 'utf8'), invoicesJson)
   const scoped = await app.inject({ method: 'POST', url: '/api/sources/up/load-scoped', payload: { conditions: [] } })
   t.equal(scoped.json().total_rows, 4)
   await app.inject({ method: 'DELETE', url: '/api/sources/up' })
   await t.rejects(readFile(join(dataDir, path)), 'the uploaded file is removed with its source')
+})
+
+t.test("the service's own files are not sources: db/, runs/, other workspaces' uploads", async (t) => {
+  const csv = 'id,amount\nA1,1.00\n'
+  const { app, dataDir } = await testApp(t, {
+    dataDir: t.testdir({
+      db: { 'pg_data.csv': csv },
+      runs: { r1: { 'matches.csv': csv } },
+      uploads: { globex: { 'theirs.csv': csv }, default: { 'mine.csv': csv } },
+      'ok.csv': csv,
+    }),
+  })
+  await symlink(join(dataDir, 'runs', 'r1', 'matches.csv'), join(dataDir, 'innocent.csv'))
+  const register = (alias: string, path: string) =>
+    app.inject({ method: 'POST', url: '/api/sources', payload: { alias, type: 'csv', path } })
+  for (const path of [
+    'db/pg_data.csv',
+    'runs/r1/matches.csv',
+    join(dataDir, 'runs/r1/matches.csv'),
+    'uploads/globex/theirs.csv',
+    'uploads/default/../globex/theirs.csv',
+    'innocent.csv',
+  ]) {
+    const res = await register('x', path)
+    t.equal(res.statusCode, 400, path)
+    t.match(res.json(), { error: 'path_reserved', suggestion: /db\/, runs\// }, path)
+  }
+  t.equal((await register('mine', 'uploads/default/mine.csv')).statusCode, 201, "the workspace's own upload is fine")
+  t.equal((await register('ok', 'ok.csv')).statusCode, 201)
+  t.same(
+    (await app.inject({ method: 'GET', url: '/api/sources' })).json().sources.map((s: { alias: string }) => s.alias),
+    ['mine', 'ok'],
+  )
+})
+
+t.test('an upload refused by validation, the connector or a duplicate alias leaves no file', async (t) => {
+  const { app, dataDir } = await testApp(t, { files: { 'ok.csv': 'id\nA\n' } })
+  await app.inject({ method: 'POST', url: '/api/sources', payload: { alias: 'taken', type: 'csv', path: 'ok.csv' } })
+  const upload = (alias: string, body: string) => {
+    const boundary = '----concord'
+    const payload = [
+      `--${boundary}`,
+      'Content-Disposition: form-data; name="alias"',
+      '',
+      alias,
+      `--${boundary}`,
+      'Content-Disposition: form-data; name="file"; filename="rows.json"',
+      '',
+      body,
+      `--${boundary}--`,
+      '',
+    ].join('\r\n')
+    return app.inject({
+      method: 'POST',
+      url: '/api/sources',
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+      payload,
+    })
+  }
+  t.match((await upload('1bad', invoicesJson)).json(), { error: 'invalid_request' }, 'alias fails validation')
+  t.equal((await upload('taken', invoicesJson)).statusCode, 409, 'duplicate alias')
+  t.equal((await upload('broken', '[{"a": ')).statusCode, 400, 'not JSON')
+  t.same(await readdir(join(dataDir, 'uploads', 'default')), [], 'no file is left behind')
+  t.equal((await upload('good', invoicesJson)).statusCode, 201)
+  t.equal((await readdir(join(dataDir, 'uploads', 'default'))).length, 1)
 })
 
 t.test('acquirer settlement JSON loads with the right types and count', { skip: datasetsSkip }, async (t) => {

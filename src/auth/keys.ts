@@ -37,6 +37,10 @@ const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOS
 
 export class KeysService {
   private readonly bootstrapHash?: string
+  /** Open mode as decided at start-up; it may end (the first key), never begin, while running. */
+  private openMode = false
+  /** Whether the service started in open mode (no key at all). */
+  openAtStart = false
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -55,6 +59,24 @@ export class KeysService {
       .limit(1)
       .executeTakeFirst()
     return any === undefined
+  }
+
+  /**
+   * Decides open mode once, when the service starts: the listen address depends on it (server.ts
+   * refuses a non-loopback HOST in open mode), so revoking every key later must not open a
+   * service that listens on other hosts.
+   */
+  async decideOpenMode(): Promise<boolean> {
+    this.openMode = this.openAtStart = await this.open()
+    return this.openMode
+  }
+
+  /** Whether a request without a key is served (as an admin of the default workspace). */
+  async openNow(): Promise<boolean> {
+    if (!this.openMode) return false
+    // the first key created ends open mode for good, even if it is revoked later
+    if (!(await this.open())) this.openMode = false
+    return this.openMode
   }
 
   async authenticate(key: string): Promise<Principal | null> {

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
 import { mkdir, rm } from 'node:fs/promises'
-import { extname, join } from 'node:path'
+import { basename, extname, join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import '@fastify/multipart'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
@@ -51,22 +51,24 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 201: Type.Ref('Source'), 409: Type.Ref('ErrorReply'), 413: Type.Ref('ErrorReply'), ...errors },
       },
       config: { role: 'admin' },
-      // A multipart upload becomes a file in the data folder and a `path` before validation.
+      // A multipart upload becomes a file in the workspace's upload folder and a `path` before validation.
       preValidation: async (request) => {
         if (request.isMultipart())
-          request.body = (await receiveUpload(request, app.sources.uploadDir)) as typeof request.body
+          request.body = (await receiveUpload(
+            request,
+            app.sources.uploadDir(request.principal.workspace),
+          )) as typeof request.body
+      },
+      // Whatever refused it (validation, the connector, a duplicate alias), a refused upload leaves no file.
+      onSend: async (request, reply) => {
+        const uploaded = (request as { uploadedFile?: string }).uploadedFile
+        if (uploaded && reply.statusCode !== 201) await rm(uploaded, { force: true })
       },
     },
     async (request, reply) => {
       const { alias, type, ...config } = request.body
-      const uploaded = (request as { uploadedFile?: string }).uploadedFile
-      try {
-        const source = await app.sources.register(request.principal.workspace, { alias, type, config })
-        return reply.code(201).send(source)
-      } catch (err) {
-        if (uploaded) await rm(uploaded, { force: true })
-        throw err
-      }
+      const source = await app.sources.register(request.principal.workspace, { alias, type, config })
+      return reply.code(201).send(source)
     },
   )
 
@@ -189,7 +191,7 @@ async function receiveUpload(request: FastifyRequest, uploadDir: string): Promis
   ;(request as { uploadedFile?: string }).uploadedFile = saved
   const ext = extname(filename).toLowerCase().replace('.', '')
   const type = fields.type ?? (ext === 'ndjson' || ext === 'jsonl' ? 'json' : ext)
-  return { alias: fields.alias, type, path: join('uploads', saved.slice(uploadDir.length + 1)) }
+  return { alias: fields.alias, type, path: join('uploads', basename(uploadDir), basename(saved)) }
 }
 
 export default routes

@@ -32,31 +32,99 @@ export function decrypt(key: Buffer, sealed: string): string {
   return Buffer.concat([decipher.update(Buffer.from(body, 'base64')), decipher.final()]).toString('utf8')
 }
 
-function withPassword(conn: string, password: string | undefined): string {
-  const url = new URL(conn)
+/**
+ * Connection-string query parameters that carry a secret: node-postgres takes `password` (over the
+ * userinfo one) and `sslpassword` (the client key's passphrase) from the query string, so they are
+ * sealed and redacted like the userinfo password. Matched without case, to redact generously.
+ */
+const SECRET_PARAMS = new Set(['password', 'sslpassword'])
+
+/** `password_env` may only name variables meant for it: any other (CONCORD_ADMIN_KEY, ANTHROPIC_API_KEY, …) would be sent to a database of the caller's choosing. */
+export const PASSWORD_ENV_PREFIX = 'CONCORD_SOURCE_'
+
+export function checkPasswordEnv(name: string): void {
+  if (!name.startsWith(PASSWORD_ENV_PREFIX) || name.length === PASSWORD_ENV_PREFIX.length)
+    throw new ConcordError(
+      'password_env_not_allowed',
+      `password_env may only name an environment variable starting with ${PASSWORD_ENV_PREFIX}, not "${name}"`,
+      400,
+      `put the password in e.g. ${PASSWORD_ENV_PREFIX}LEDGER_PASSWORD and name that`,
+    )
+}
+
+interface Split {
+  /** The connection string without any secret (userinfo password, secret query parameters). */
+  bare: string
+  password?: string
+  /** Secret query parameters by their name as written. */
+  params: Record<string, string>
+}
+
+function split(conn: string): Split {
+  let url: URL
+  try {
+    url = new URL(conn)
+  } catch {
+    return { bare: conn, params: {} }
+  }
+  const password = url.password ? decodeURIComponent(url.password) : undefined
+  url.password = ''
+  const params: Record<string, string> = {}
+  for (const name of [...url.searchParams.keys()])
+    if (SECRET_PARAMS.has(name.toLowerCase())) {
+      params[name] = url.searchParams.get(name)!
+      url.searchParams.delete(name)
+    }
+  return { bare: url.toString(), password: password || undefined, params }
+}
+
+function join(bare: string, password: string | undefined, params: Record<string, string>): string {
+  let url: URL
+  try {
+    url = new URL(bare)
+  } catch {
+    return bare // not a URL: the connector answers source_unreachable
+  }
   url.password = password ? encodeURIComponent(password) : ''
+  for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value)
   return url.toString()
 }
 
-function passwordOf(conn: string): string | undefined {
+/** Every secret in a connection string (for scrubbing messages); empty when it has none. */
+export function connectionSecrets(conn: string): string[] {
+  const { password, params } = split(conn)
+  return [password, ...Object.values(params)].filter((s): s is string => !!s)
+}
+
+/** The connection string with every secret shown as ***: safe to return or log. */
+export function redactConnection(conn: string): string {
+  let url: URL
   try {
-    const p = new URL(conn).password
-    return p ? decodeURIComponent(p) : undefined
+    url = new URL(conn)
   } catch {
-    return undefined
+    return 'postgresql://***'
   }
+  if (url.password) url.password = '***'
+  for (const name of [...url.searchParams.keys()])
+    if (SECRET_PARAMS.has(name.toLowerCase())) url.searchParams.set(name, '***')
+  return url.toString()
 }
 
 /**
- * A source config as it may be stored: the password taken out of `connection_string` and sealed
- * (or left to `password_env`). Configs without a connection string pass as they are.
+ * A source config as it may be stored: the secrets taken out of `connection_string` and sealed
+ * (the password may instead be left to `password_env`). Configs without a connection string pass
+ * as they are.
  */
 export function sealConfig(config: Record<string, unknown>, key: Buffer | undefined): Record<string, unknown> {
   const conn = config.connection_string
   if (typeof conn !== 'string') return config
-  const password = passwordOf(conn)
-  const { password_enc: _stale, ...rest } = config
-  if (!password || config.password_env) return { ...rest, connection_string: withPassword(conn, undefined) }
+  const { password_enc: _stale, params_enc: _staleParams, ...rest } = config
+  const { bare, password: userinfo, params } = split(conn)
+  // with password_env the environment gives the password, wherever the string put one
+  const byEnv = typeof config.password_env === 'string'
+  if (byEnv) for (const name of Object.keys(params)) if (name.toLowerCase() === 'password') delete params[name]
+  const password = byEnv ? undefined : userinfo
+  if (!password && Object.keys(params).length === 0) return { ...rest, connection_string: bare }
   if (!key)
     throw new ConcordError(
       'secret_key_required',
@@ -64,16 +132,45 @@ export function sealConfig(config: Record<string, unknown>, key: Buffer | undefi
       400,
       'set CONCORD_SECRET_KEY (openssl rand -base64 32), or give password_env: the name of an environment variable holding the password',
     )
-  return { ...rest, connection_string: withPassword(conn, undefined), password_enc: encrypt(key, password) }
+  return {
+    ...rest,
+    connection_string: bare,
+    ...(password ? { password_enc: encrypt(key, password) } : {}),
+    ...(Object.keys(params).length ? { params_enc: encrypt(key, JSON.stringify(params)) } : {}),
+  }
 }
 
-/** The config a connector needs, with the password back in the connection string (memory only). */
+function unseal(key: Buffer | undefined, sealed: string): string {
+  if (!key)
+    throw new ConcordError(
+      'secret_unavailable',
+      'the source password is encrypted and CONCORD_SECRET_KEY is not set',
+      502,
+      'set the key it was stored with',
+    )
+  try {
+    return decrypt(key, sealed)
+  } catch {
+    throw new ConcordError(
+      'secret_unavailable',
+      'the source password cannot be decrypted with CONCORD_SECRET_KEY',
+      502,
+      'set the key it was stored with',
+    )
+  }
+}
+
+/** The config a connector needs, with the secrets back in the connection string (memory only). */
 export function openConfig(config: Record<string, unknown>, key: Buffer | undefined): Record<string, unknown> {
   const conn = config.connection_string
   if (typeof conn !== 'string') return config
-  const { password_enc, password_env, ...rest } = config
-  let password: string | undefined
+  const { password_enc, params_enc, password_env, ...rest } = config
+  // a registration's string still holds its secrets; a stored one holds none and has them sealed
+  const inline = split(conn)
+  let password = inline.password
+  const params = { ...inline.params }
   if (typeof password_env === 'string') {
+    checkPasswordEnv(password_env)
     password = process.env[password_env]
     if (password === undefined)
       throw new ConcordError(
@@ -82,28 +179,12 @@ export function openConfig(config: Record<string, unknown>, key: Buffer | undefi
         502,
         `set ${password_env} in the service's environment`,
       )
-  } else if (typeof password_enc === 'string') {
-    if (!key)
-      throw new ConcordError(
-        'secret_unavailable',
-        'the source password is encrypted and CONCORD_SECRET_KEY is not set',
-        502,
-        'set the key it was stored with',
-      )
-    try {
-      password = decrypt(key, password_enc)
-    } catch {
-      throw new ConcordError(
-        'secret_unavailable',
-        'the source password cannot be decrypted with CONCORD_SECRET_KEY',
-        502,
-        'set the key it was stored with',
-      )
-    }
-  }
+    for (const name of Object.keys(params)) if (name.toLowerCase() === 'password') delete params[name]
+  } else if (typeof password_enc === 'string') password = unseal(key, password_enc)
+  if (typeof params_enc === 'string') Object.assign(params, JSON.parse(unseal(key, params_enc)) as object)
   return {
     ...rest,
     ...(typeof password_env === 'string' ? { password_env } : {}),
-    connection_string: password ? withPassword(conn, password) : conn,
+    connection_string: join(inline.bare, password, params),
   }
 }

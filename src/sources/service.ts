@@ -2,8 +2,8 @@
 // agent and the CLI call this; it owns the invariant that a failed registration or load leaves
 // nothing behind.
 
-import { rm } from 'node:fs/promises'
-import { join } from 'node:path'
+import { realpath, rm } from 'node:fs/promises'
+import { isAbsolute, join, relative, resolve, sep } from 'node:path'
 import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Kysely } from 'kysely'
@@ -56,6 +56,8 @@ export class SourcesService {
     private readonly dataDir: string,
     private readonly log: FastifyBaseLogger,
     private readonly secretKey?: Buffer,
+    /** Where run results are kept (the service's, even inside the data folder). */
+    private readonly runsDir: string = join(dataDir, 'runs'),
   ) {}
 
   /** The scoped tables loaded in a workspace. */
@@ -68,8 +70,31 @@ export class SourcesService {
     return e
   }
 
-  get uploadDir(): string {
-    return join(this.dataDir, 'uploads')
+  /** Uploads are kept per workspace, so a path can tell whose an upload is. */
+  uploadDir(ws: string): string {
+    return join(this.dataDir, 'uploads', ws)
+  }
+
+  /**
+   * The data folder also holds the service's own files: the embedded database (db/), run results
+   * (runs/, or RUNS_DIR inside it) and every workspace's uploads. None of them is a source (their
+   * contents would be another tenant's data, or the service's), except the caller's own uploads.
+   * `path` is relative to the data folder with symlinks resolved, as the file connectors prepare it.
+   */
+  private async refuseReserved(ws: string, path: string): Promise<void> {
+    const root = await realpath(this.dataDir).catch(() => resolve(this.dataDir))
+    const runs = relative(root, await realpath(this.runsDir).catch(() => resolve(this.runsDir)))
+    const within = (dir: string) =>
+      dir !== '' && !dir.startsWith('..') && !isAbsolute(dir) && (path === dir || path.startsWith(dir + sep))
+    const [top, owner] = path.split(sep)
+    const reserved = top === 'db' || within(runs) || within('runs') || (top === 'uploads' && owner !== ws)
+    if (reserved)
+      throw new ConcordError(
+        'path_reserved',
+        `"${path}" is one of the service's own files, not a source`,
+        400,
+        "db/, runs/ and other workspaces' uploads belong to the service: put source files elsewhere in the data folder, or upload them",
+      )
   }
 
   /** Checks a registration's config against its connector's schema, with a readable first error. */
@@ -114,6 +139,7 @@ export class SourcesService {
     // the connector sees the full connection string; the database gets it without its password
     const opened = openConfig(input.config, this.secretKey)
     const prepared = await connector.prepare(opened)
+    if (typeof prepared.path === 'string') await this.refuseReserved(ws, prepared.path)
     const columns = await connector.describe({ alias: input.alias, type: input.type, config: prepared })
     const passwordEnv = input.config.password_env
     const config = sealConfig(
@@ -267,7 +293,8 @@ export class SourcesService {
 function credentials(config: Record<string, unknown>): Record<string, unknown> {
   if (typeof config.password_env === 'string')
     return { password: `from the environment variable ${config.password_env}` }
-  if (typeof config.password_enc === 'string') return { password: 'stored encrypted' }
+  if (typeof config.password_enc === 'string' || typeof config.params_enc === 'string')
+    return { password: 'stored encrypted' }
   return {}
 }
 
@@ -281,7 +308,7 @@ export default fp(
   async (app) => {
     app.decorate(
       'sources',
-      new SourcesService(app.db, app.connectors, app.config.dataDir, app.log, app.config.secretKey),
+      new SourcesService(app.db, app.connectors, app.config.dataDir, app.log, app.config.secretKey, app.config.runsDir),
     )
   },
   { name: 'sources', dependencies: ['db', 'connectors'] },
