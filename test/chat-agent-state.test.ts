@@ -180,6 +180,29 @@ t.test('a scope change after the recipe draft exists clears the pairs, rules and
   t.match(fake.requests.at(-1)!.system, /Current phase: scoping/)
 })
 
+t.test('another source for one side goes back to intent; the other side stays chosen', async (t) => {
+  fake.script(
+    { body: toolCalls(['list_sources', {}]) },
+    { body: toolCalls(['get_source_preview', { alias: 'bank' }], ['get_source_preview', { alias: 'inv' }]) },
+    { body: toolCalls(between('bank', '2024-01-01', '2024-01-31') as [string, unknown]) },
+    { text: 'Bank is scoped.' },
+  )
+  const id = (await chat({ message: 'bank against inv, January' })).session_id
+  t.match(await session(id), { phase: 'scoping', sample_left: { total_rows: 3 } })
+  fake.script({ body: toolCalls(['get_source_preview', { alias: 'wide', side: 'right' }]) }, { text: 'Wide it is.' })
+  const replaced = await chat({ session_id: id, message: 'use wide instead of inv' })
+  t.equal(replaced.phase, 'scoping', 'both sides known again: straight back to scoping')
+  t.match(await session(id), {
+    left_alias: 'bank',
+    right_alias: 'wide',
+    schema_right: [{ name: 'id' }, { name: 'note' }],
+    scope_left: null,
+    sample_left: null,
+  })
+  const moves = (await events(id)).filter((e) => e.type === 'transition').map((e) => `${e.reason}:${e.phase}`)
+  t.same(moves.slice(-2), ['went_back:intent', 'advanced:scoping'])
+})
+
 t.test('loading the same scope again is not a change: the session stays where it is', async (t) => {
   const { id, proposals } = await toDemonstration()
   await confirm(id, proposals[0].id)

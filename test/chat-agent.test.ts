@@ -13,7 +13,7 @@ const files = {
 
 type Content = { type: string; id?: string; tool_use_id?: string; content?: string; is_error?: boolean; name?: string }
 
-async function setup(t: Test, env: Record<string, string> = {}) {
+async function build(t: Test, env: Record<string, string> = {}) {
   const fake: FakeAnthropic = await fakeAnthropic(t)
   const { app } = await testApp(t, {
     files,
@@ -42,6 +42,15 @@ async function setup(t: Test, env: Record<string, string> = {}) {
       phase: string
     }[]
   return { fake, app, chat, events }
+}
+
+// one app and one fake for every test that needs no settings of its own: building an app is most
+// of a test's time. Each test starts its own session and sees only its own requests.
+const shared = await build(t)
+
+async function setup(_t: Test) {
+  shared.fake.requests.length = 0
+  return shared
 }
 
 const toolsOf = (fake: FakeAnthropic, n: number) => fake.requests[n].tools?.map((x) => x.name)
@@ -159,7 +168,13 @@ t.test('a tool failing until its budget is spent is no longer offered', async (t
 })
 
 t.test('a model that never stops calling tools ends the turn at the limit, gracefully', async (t) => {
-  const s = await setup(t, { AGENT_LOOP_LIMIT: '3' })
+  const s = await setup(t)
+  // AGENT_LOOP_LIMIT=3 on the shared app: the limit is read at the start of every turn
+  const limit = s.app.config.agentLoopLimit
+  s.app.config.agentLoopLimit = 3
+  t.teardown(() => {
+    s.app.config.agentLoopLimit = limit
+  })
   s.fake.script(
     { body: toolCalls(['list_sources', {}]) },
     { body: toolCalls(['list_sources', { x: 1 }]) },
@@ -212,8 +227,10 @@ t.test('two concurrent turns on one session: the second is a 409 session_busy', 
   s.fake.script({ text: 'hello' })
   const id = (await s.chat({ message: 'hi' })).body.session_id
   s.fake.script({ delayMs: 400, text: 'slow answer' })
+  const asked = s.fake.requests.length
   const first = s.chat({ session_id: id, message: 'one' })
-  await new Promise((r) => setTimeout(r, 100))
+  // the first turn holds the session once its model call has reached the fake
+  while (s.fake.requests.length === asked) await new Promise((r) => setImmediate(r))
   const second = await s.chat({ session_id: id, message: 'two' })
   t.equal(second.status, 409)
   t.equal(second.body.error, 'session_busy')
@@ -228,12 +245,14 @@ t.test('a model 529 mid-turn leaves the session as it was, and the turn can be s
     { body: toolCalls(['list_sources', {}]) },
     { status: 529, body: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } },
   )
+  const sessions = async () => s.app.db.selectFrom('sessions').select(['id', 'created_at']).execute()
+  const before = new Set((await sessions()).map((x) => x.id))
   const failed = await s.chat({ message: 'hi' })
   t.equal(failed.status, 502)
   t.equal(failed.body.error, 'model_overloaded')
-  const sessions = await s.app.db.selectFrom('sessions').selectAll().execute()
-  t.equal(sessions.length, 1)
-  const id = sessions[0].id
+  const created = (await sessions()).filter((x) => !before.has(x.id))
+  t.equal(created.length, 1, 'the session was created, and is kept')
+  const id = created[0].id
   t.match((await s.app.inject({ method: 'GET', url: `/api/sessions/${id}` })).json(), {
     phase: 'greeting',
     sources_list: null,
