@@ -442,8 +442,15 @@ t.test('1:N reports a search cut short by its visit limit instead of failing sil
   )
   t.same(pairs(e), [])
   t.same(e.result.summary.passes[0].search, { candidates_capped: 0, visits_exhausted: 1, groups_over_max: 0 })
-  t.equal(e.unmatchedLeft.length, 1)
   t.equal(e.unmatchedRight.length, 24)
+  // and the unmatched record's evidence says its pass's search was cut short
+  t.equal(e.unmatchedLeft.length, 1)
+  t.match(e.unmatchedLeft[0], {
+    record_key: 'P1',
+    failed: { pass: 'split', conjunct: '' },
+    reason:
+      /no group sums to the amount within tolerance; the pass's group search met its bounds \(1 stopped at its visit limit\)/,
+  })
 })
 
 t.test('N:M respects max_group on both sides when the recipe declares it', async (t) => {

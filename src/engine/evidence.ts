@@ -210,6 +210,21 @@ export interface PassInfo {
   /** The join conjuncts (keys or band), for "no candidate" reasons. */
   join: string
   amountScale: number
+  /** Aggregate passes: how often the group search met its bounds (see aggregate.ts). */
+  search?: { candidates_capped: number; visits_exhausted: number; groups_over_max: number }
+}
+
+/** What an unmatched record's reason adds when its pass's group search was cut short. */
+function boundsNote(pass: PassInfo): string {
+  const s = pass.search
+  if (!s) return ''
+  const parts: string[] = []
+  if (s.candidates_capped) parts.push(`${s.candidates_capped} with candidates beyond the search's cap`)
+  if (s.visits_exhausted) parts.push(`${s.visits_exhausted} stopped at its visit limit`)
+  if (s.groups_over_max) parts.push(`${s.groups_over_max} groups over max_group`)
+  return parts.length
+    ? `; the pass's group search met its bounds (${parts.join(', ')}), so a group may have been missed`
+    : ''
 }
 
 /** Record key of a row: its key columns' values, joined with | when there are several. */
@@ -295,7 +310,7 @@ export function describeUnmatched(
       reason:
         pass.pattern === '1:1'
           ? `${miss.candidate}${taken} satisfies pass ${pass.name} but was outscored or tied`
-          : `${miss.candidate}${taken} satisfies pass ${pass.name} but no group sums to the amount within tolerance`,
+          : `${miss.candidate}${taken} satisfies pass ${pass.name} but no group sums to the amount within tolerance${boundsNote(pass)}`,
     }
   }
   return {

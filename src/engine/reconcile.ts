@@ -245,6 +245,7 @@ export function assembleResult(run: {
     passInfoOf(
       pass,
       run.prepared.find((p) => p.index === n),
+      passes[n].search,
     ),
   )
   let ambiguous = 0
@@ -303,7 +304,7 @@ export function assembleResult(run: {
 const round = (x: number) => Math.round(x * 1e6) / 1e6
 export const ms = (x: number) => Math.round(x * 10) / 10
 
-function passInfoOf(pass: RecipePass, p: PreparedPass | undefined): PassInfo {
+function passInfoOf(pass: RecipePass, p: PreparedPass | undefined, search?: SearchBounds): PassInfo {
   const plan = p?.plan
   return {
     name: pass.name,
@@ -311,6 +312,7 @@ function passInfoOf(pass: RecipePass, p: PreparedPass | undefined): PassInfo {
     conjuncts: plan ? plan.conjuncts.map((c) => c.text) : [pass.when],
     join: plan ? plan.keys.map((k) => k.text).join(' AND ') || plan.band?.texts.join(' AND ') || '' : pass.when,
     amountScale: p ? p.amountScale : 0,
+    ...(search ? { search } : {}),
   }
 }
 
