@@ -174,7 +174,8 @@ async function run(
         sql.params,
       )
       const before = { l: leftFree.slice(), r: rightFree.slice() }
-      runPass(p, leftFree, rightFree, matches, pairs)
+      const done = runPass(p, leftFree, rightFree, matches, pairs)
+      scheduler.searched(step, done.search)
       await markTaken(client, 'l', before.l, leftFree)
       await markTaken(client, 'r', before.r, rightFree)
     } catch (err) {
