@@ -69,9 +69,7 @@ t.test(
     const left = (await app.inject({ method: 'GET', url: `/api/runs/${run.id}/unmatched/left?limit=100` })).json()
     t.equal(left.total, 11)
     t.match(left.items[0], { record_key: 'INV-000040', record: { amount: '36704.79', invoice_date: '2024-06-21' } })
-    // unmatched records filtered by the pass of their nearest miss: the filters partition those with one
-    const missed = left.items.filter((u: { failed: unknown }) => u.failed !== null)
-    t.ok(missed.length > 0, 'some unmatched invoices have a nearest miss')
+    // unmatched records filtered by the pass a page shows they failed in: the filters partition them
     let filtered = 0
     for (const pass of ['exact', 'tolerance', 'split']) {
       const page = (
@@ -79,11 +77,11 @@ t.test(
       ).json()
       t.ok(
         page.items.every((u: { failed: { pass: string } }) => u.failed.pass === pass),
-        `failed_pass=${pass}`,
+        `failed_pass=${pass}: ${page.total}`,
       )
       filtered += page.total
     }
-    t.equal(filtered, missed.length)
+    t.equal(filtered, left.total, 'every unmatched invoice is in exactly one failed_pass filter')
     const right = (await app.inject({ method: 'GET', url: `/api/runs/${run.id}/unmatched/right` })).json()
     t.same(
       right.items.map((u: { record_key: string }) => u.record_key),

@@ -97,8 +97,12 @@ function selection(
     tests.push((i) => Boolean(flag.get(i)) === filter.ambiguous)
   }
   if (filter.failedPass !== undefined) {
+    // the pass a page shows as failed: a record with no candidate in any pass failed the first
+    // pass's join (describeUnmatched), though its failed_pass column is null
     const pass = table.getChild('failed_pass')!
-    tests.push((i) => pass.get(i) === filter.failedPass)
+    const passes = JSON.parse(table.schema.metadata.get('concord.passes') ?? '[]') as PassInfo[]
+    const first = passes[0]?.name ?? null
+    tests.push((i) => ((pass.get(i) as string | null) ?? first) === filter.failedPass)
   }
   if (!tests.length) return null
   const rows: number[] = []
