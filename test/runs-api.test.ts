@@ -4,7 +4,7 @@
 // keep their results in a test folder.
 
 import { existsSync } from 'node:fs'
-import { mkdir, readdir, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { tableFromIPC } from 'apache-arrow'
 import { parse } from 'csv-parse/sync'
@@ -69,6 +69,19 @@ t.test(
     const left = (await app.inject({ method: 'GET', url: `/api/runs/${run.id}/unmatched/left?limit=100` })).json()
     t.equal(left.total, 11)
     t.match(left.items[0], { record_key: 'INV-000040', record: { amount: '36704.79', invoice_date: '2024-06-21' } })
+    // unmatched records filtered by the pass a page shows they failed in: the filters partition them
+    let filtered = 0
+    for (const pass of ['exact', 'tolerance', 'split']) {
+      const page = (
+        await app.inject({ method: 'GET', url: `/api/runs/${run.id}/unmatched/left?failed_pass=${pass}` })
+      ).json()
+      t.ok(
+        page.items.every((u: { failed: { pass: string } }) => u.failed.pass === pass),
+        `failed_pass=${pass}: ${page.total}`,
+      )
+      filtered += page.total
+    }
+    t.equal(filtered, left.total, 'every unmatched invoice is in exactly one failed_pass filter')
     const right = (await app.inject({ method: 'GET', url: `/api/runs/${run.id}/unmatched/right` })).json()
     t.same(
       right.items.map((u: { record_key: string }) => u.record_key),
@@ -126,6 +139,40 @@ t.test('acquirer settlement through REST: a JSON and a CSV source', { skip: data
   ).json()
   t.equal(ambiguous.total, 15)
   t.ok(ambiguous.items[0].right_keys.length > 1, 'a duplicate settlement is held with its twin')
+
+  // exports read back: CSV and Arrow hold every record of the summary, amounts as in the sources
+  const exported = async (set: string, format: string) => {
+    const res = await app.inject({ method: 'GET', url: `/api/runs/${run.id}/export?format=${format}&set=${set}` })
+    t.equal(res.statusCode, 200, `${set}.${format}`)
+    return res
+  }
+  const matchRows = parse((await exported('matches', 'csv')).body, { columns: true }) as Record<string, string>[]
+  t.equal(matchRows.length, 800)
+  t.equal(matchRows.filter((r) => r.ambiguous === 'true').length, 15)
+  const matchTable = tableFromIPC((await exported('matches', 'arrow')).rawPayload)
+  t.equal(matchTable.numRows, 800)
+  t.same(
+    matchRows.slice(0, 3).map((r) => r.left_keys),
+    [0, 1, 2].map((i) => [...(matchTable.getChild('left_keys')!.get(i) as Iterable<string>)].join(';')),
+    'CSV and Arrow list the same matches in the same order',
+  )
+  const unmatchedLeft = parse((await exported('unmatched-left', 'csv')).body, { columns: true }) as Record<
+    string,
+    string
+  >[]
+  t.equal(unmatchedLeft.length, run.summary.left.unmatched)
+  const ledger = parse(await readFile(join(datasetsDir, 'acquirer-settlement/ledger-midaz.csv')), {
+    columns: true,
+  }) as Record<string, string>[]
+  const byKey = new Map(ledger.map((r) => [r.ledger_tx_id, r]))
+  t.same(
+    unmatchedLeft.map((r) => [r.record_key, r['l.amount']]),
+    unmatchedLeft.map((r) => [r.record_key, byKey.get(r.record_key)?.amount]),
+    'unmatched amounts exactly as in the ledger',
+  )
+  const unmatchedRight = tableFromIPC((await exported('unmatched-right', 'arrow')).rawPayload)
+  t.equal(unmatchedRight.numRows, run.summary.right.unmatched)
+  t.ok(unmatchedRight.schema.fields.some((f) => f.name === 'r.gross_amount'))
 })
 
 const bank = ['txn_id,account,amount,txn_date,reference']

@@ -65,6 +65,13 @@ t.test('a sample run applies the recipe scope and its parameters like a full run
       .json()
       .items.map((m: { left_keys: string[] }) => m.left_keys[0])
   t.same(await keys(sample.id), ['T6', 'T8', 'T12'])
+  // results looked up by record key
+  const get = async (url: string) => (await app.inject({ method: 'GET', url: `/api/runs/${sample.id}${url}` })).json()
+  t.match(await get('/matches?key=I8'), { total: 1, items: [{ left_keys: ['T8'], right_keys: ['I8'] }] })
+  t.match(await get('/matches?key=T8&pass=p'), { total: 1 })
+  t.match(await get('/matches?key=I5'), { total: 0, items: [] })
+  t.match(await get('/unmatched/right?key=I5'), { total: 1, items: [{ record_key: 'I5' }] })
+  t.match(await get('/unmatched/left?key=T8'), { total: 0 }, 'T8 is matched')
   t.same(
     { matches: full.summary.matches, left: full.summary.left, right: full.summary.right },
     { matches: sample.summary.matches, left: sample.summary.left, right: sample.summary.right },

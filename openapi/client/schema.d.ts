@@ -994,6 +994,8 @@ export interface paths {
                     pass?: string;
                     /** @description only ambiguous (true) or clean (false) matches */
                     ambiguous?: boolean;
+                    /** @description only the matches holding this record key (either side) */
+                    key?: string;
                 };
                 header?: never;
                 path: {
@@ -1064,6 +1066,8 @@ export interface paths {
                     limit: number;
                     /** @description only records whose nearest miss is in this pass */
                     failed_pass?: string;
+                    /** @description only the record with this key */
+                    key?: string;
                 };
                 header?: never;
                 path: {
@@ -1134,6 +1138,8 @@ export interface paths {
                     limit: number;
                     /** @description only records whose nearest miss is in this pass */
                     failed_pass?: string;
+                    /** @description only the record with this key */
+                    key?: string;
                 };
                 header?: never;
                 path: {

@@ -67,15 +67,17 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           ...Paging,
           pass: Type.Optional(Type.String({ description: 'only this pass' })),
           ambiguous: Type.Optional(Type.Boolean({ description: 'only ambiguous (true) or clean (false) matches' })),
+          key: Type.Optional(Type.String({ description: 'only the matches holding this record key (either side)' })),
         }),
         response: { 200: Type.Ref('MatchesPage'), ...errors },
       },
     },
     async (request) => {
-      const { offset, limit, pass, ambiguous } = request.query
+      const { offset, limit, pass, ambiguous, key } = request.query
       return matchesPage(await app.runs.completedDir(request.principal.workspace, request.params.id), offset, limit, {
         pass,
         ambiguous,
+        key,
       })
     },
   )
@@ -91,14 +93,15 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           querystring: Type.Object({
             ...Paging,
             failed_pass: Type.Optional(Type.String({ description: 'only records whose nearest miss is in this pass' })),
+            key: Type.Optional(Type.String({ description: 'only the record with this key' })),
           }),
           response: { 200: Type.Ref('UnmatchedPage'), ...errors },
         },
       },
       async (request) => {
-        const { offset, limit, failed_pass } = request.query
+        const { offset, limit, failed_pass, key } = request.query
         const dir = await app.runs.completedDir(request.principal.workspace, request.params.id)
-        return unmatchedPage(dir, side, offset, limit, { failedPass: failed_pass })
+        return unmatchedPage(dir, side, offset, limit, { failedPass: failed_pass, recordKey: key })
       },
     )
   }

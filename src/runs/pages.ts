@@ -59,6 +59,8 @@ export function forget(dir: string): void {
 export interface MatchFilter {
   pass?: string
   ambiguous?: boolean
+  /** Only the matches holding this record key, on either side. */
+  key?: string
 }
 
 export interface Page<T> {
@@ -69,8 +71,23 @@ export interface Page<T> {
 }
 
 /** Row numbers of a table passing the filter, or null for all rows. */
-function selection(table: ArrowTable, filter: MatchFilter & { failedPass?: string }): number[] | null {
+function selection(
+  table: ArrowTable,
+  filter: MatchFilter & { failedPass?: string; recordKey?: string },
+): number[] | null {
   const tests: ((i: number) => boolean)[] = []
+  if (filter.key !== undefined) {
+    const [lk, rk] = [table.getChild('left_keys')!, table.getChild('right_keys')!]
+    const has = (keys: Iterable<string>) => {
+      for (const k of keys) if (k === filter.key) return true
+      return false
+    }
+    tests.push((i) => has(lk.get(i) as Iterable<string>) || has(rk.get(i) as Iterable<string>))
+  }
+  if (filter.recordKey !== undefined) {
+    const key = table.getChild('record_key')!
+    tests.push((i) => key.get(i) === filter.recordKey)
+  }
   if (filter.pass !== undefined) {
     const pass = table.getChild('pass')!
     tests.push((i) => pass.get(i) === filter.pass)
@@ -80,8 +97,12 @@ function selection(table: ArrowTable, filter: MatchFilter & { failedPass?: strin
     tests.push((i) => Boolean(flag.get(i)) === filter.ambiguous)
   }
   if (filter.failedPass !== undefined) {
+    // the pass a page shows as failed: a record with no candidate in any pass failed the first
+    // pass's join (describeUnmatched), though its failed_pass column is null
     const pass = table.getChild('failed_pass')!
-    tests.push((i) => pass.get(i) === filter.failedPass)
+    const passes = JSON.parse(table.schema.metadata.get('concord.passes') ?? '[]') as PassInfo[]
+    const first = passes[0]?.name ?? null
+    tests.push((i) => ((pass.get(i) as string | null) ?? first) === filter.failedPass)
   }
   if (!tests.length) return null
   const rows: number[] = []
@@ -149,7 +170,7 @@ export async function unmatchedPage(
   side: 'left' | 'right',
   offset: number,
   limit: number,
-  filter: { failedPass?: string } = {},
+  filter: { failedPass?: string; recordKey?: string } = {},
 ) {
   const table = await open(dir, `unmatched-${side}`)
   const rows = selection(table, filter)
