@@ -30,7 +30,7 @@ import sourceRoutes from './routes/sources.js'
 import connectors from './sources/registry.js'
 import { sharedSchemas } from './sources/schemas.js'
 import sources from './sources/service.js'
-import { typeboxValidator } from './validation.js'
+import { findNul, typeboxValidator } from './validation.js'
 
 export interface AppOptions {
   config: Config
@@ -42,7 +42,11 @@ export interface AppOptions {
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: opts.logger ?? { level: opts.config.logLevel },
-    genReqId: () => crypto.randomUUID(),
+    // a caller's own x-request-id (safe characters only) ties its logs to ours; otherwise a new one
+    genReqId: (req) => {
+      const given = req.headers['x-request-id']
+      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : crypto.randomUUID()
+    },
     logController: new LogController({ requestIdLogLabel: 'request_id' }),
     bodyLimit: 10 * 1024 * 1024,
   }).withTypeProvider<TypeBoxTypeProvider>()
@@ -52,6 +56,21 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   for (const schema of schemas) app.addSchema(schema)
   app.setValidatorCompiler(typeboxValidator(schemas))
   app.setErrorHandler(errorHandler)
+  // every reply names its request, so a caller can quote it and an operator find its log lines
+  app.addHook('onRequest', async (request, reply) => {
+    void reply.header('x-request-id', request.id)
+  })
+  // before any route sees it: a NUL in a filter value, a column name or a predicate is a 400 of its own
+  app.addHook('preValidation', async (request) => {
+    const at = findNul(request.params, 'path') ?? findNul(request.query, 'query') ?? findNul(request.body, 'body')
+    if (at)
+      throw new ConcordError(
+        'nul_character',
+        `${at} contains a NUL character (U+0000)`,
+        400,
+        'remove it: no column name, value or predicate may contain U+0000 (PostgreSQL text cannot hold it)',
+      )
+  })
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({
       error: 'route_not_found',

@@ -29,3 +29,27 @@ export function typeboxValidator(shared: TSchema[]): FastifySchemaCompiler<TSche
     }
   }
 }
+
+/**
+ * Where the first NUL character (U+0000) in a request part is, as a path (`body.conditions[0].value`),
+ * or undefined. PostgreSQL text cannot hold one and rejects it with an encoding error that says
+ * nothing about the request, and no column name, value or predicate in Concord needs one, so a
+ * request carrying one is refused up front. Iterative: a deeply nested body cannot overflow the stack.
+ */
+export function findNul(value: unknown, root: string): string | undefined {
+  const stack: [unknown, string][] = [[value, root]]
+  while (stack.length) {
+    const [v, path] = stack.pop()!
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return path
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${path}[${i}]`])
+    } else if (v && typeof v === 'object') {
+      for (const [k, inner] of Object.entries(v)) {
+        if (k.includes('\u0000')) return `${path} (a key)`
+        stack.push([inner, `${path}.${k}`])
+      }
+    }
+  }
+  return undefined
+}

@@ -119,7 +119,15 @@ async function freePort(): Promise<number> {
 /** `concord serve` as a real child process on its own data folder. */
 async function serve(t: Test, dataDir: string, port: number) {
   const child: ChildProcess = spawn(process.execPath, [resolve(import.meta.dirname, '../bin/concord.js'), 'serve'], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
+    // the overload guard off, as in testEnv: /health answers under pressure, the API would not
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      MAX_EVENT_LOOP_DELAY_MS: '0',
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   let stderr = ''
@@ -290,4 +298,53 @@ t.test('a chat turn whose model keeps answering 429 fails cleanly; the session s
   t.equal(again.statusCode, 200, again.body)
   const last = fake.requests.at(-1)!
   t.equal(last.messages.length, 3, 'history holds only the successful turn: user, tool_use, tool_result')
+})
+
+t.test('a source query: the statement timeout answers 504; a client that goes away cancels it', async (t) => {
+  const pgdb = await testDatabase(t)
+  if (pgdb.kind !== 'local') return t.pass('skipped: needs pg_stat_activity of a real PostgreSQL')
+  const marker = `slow_${Date.now()}`
+  // a view whose every row takes a while: registering reads only the catalogue, loading runs it
+  await pgdb.query(`CREATE VIEW ${marker} AS SELECT g AS id, pg_sleep(0.5)::text AS s FROM generate_series(1, 60) g`)
+  const register = { type: 'postgres', connection_string: pgdb.url, schema: pgdb.schema, table: marker }
+
+  const timed = await testApp(t, { env: { SOURCE_STATEMENT_TIMEOUT_MS: '300' } })
+  await timed.app.inject({ method: 'POST', url: '/api/sources', payload: { alias: 'slow', ...register } })
+  const res = await timed.app.inject({ method: 'POST', url: '/api/sources/slow/load-scoped', payload: {} })
+  t.equal(res.statusCode, 504, res.body)
+  t.match(res.json(), { error: 'source_timeout', suggestion: /SOURCE_STATEMENT_TIMEOUT_MS/ })
+
+  const { app } = await testApp(t)
+  await app.inject({ method: 'POST', url: '/api/sources', payload: { alias: 'slow', ...register } })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as net.AddressInfo
+  const running = async () =>
+    (
+      await pgdb.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()`,
+        [marker],
+      )
+    ).rows[0].n as number
+  const client = new AbortController()
+  const request = fetch(`http://127.0.0.1:${port}/api/sources/slow/load-scoped`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+    signal: client.signal,
+  }).catch((err: Error) => err)
+  // wait for the query to be running at the source, then hang up
+  for (let i = 0; (await running()) === 0; i++) {
+    if (i > 200) throw new Error('the source query never started')
+    await sleep(25)
+  }
+  client.abort()
+  t.match(await request, { name: 'AbortError' })
+  // pg_cancel_backend ends it long before the view's 30 s are up
+  const t0 = Date.now()
+  while ((await running()) > 0) {
+    if (Date.now() - t0 > 15_000) break
+    await sleep(25)
+  }
+  t.equal(await running(), 0, 'the query is gone from pg_stat_activity')
+  t.ok(Date.now() - t0 < 15_000, `cancelled within ${Date.now() - t0} ms of the disconnect`)
 })

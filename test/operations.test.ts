@@ -1,6 +1,8 @@
 // Operating the service: Prometheus metrics, structured logs with request and run ids, the rate
 // limit, the overload guard, and readiness.
 
+import { readdir } from 'node:fs/promises'
+import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import t from 'tap'
 import { buildApp } from '../src/app.js'
@@ -67,10 +69,22 @@ t.test('metrics and logs: request latency, runs, agent events by reason; request
   )
   t.match(text, /concord_run_duration_seconds_count\{status="completed",engine="memory",mode="full"\} 1/)
   t.match(text, /concord_run_rows_total\{side="left"\} 2/)
+  t.match(text, /concord_run_rows_per_second_count\{engine="memory"\} 1/, 'rows per second of the run')
+  t.match(text, /concord_run_duration_seconds_sum\{status="completed",engine="memory",mode="full"\} [\d.e-]+/)
   t.match(text, /concord_agent_events_total\{type="tool_denied",reason="tool_not_allowed"\} 1/)
   t.match(text, /concord_ai_tool_calls_total\{tool="validate_recipe",engine="deterministic"\} 1/)
   t.match(text, /concord_process_resident_memory_bytes/)
 
+  // every reply carries its request id, the one in the log lines; a caller's own id is kept
+  const traced = await app.inject({ method: 'GET', url: '/api/sources', headers: { 'x-request-id': 'caller-42' } })
+  t.equal(traced.headers['x-request-id'], 'caller-42')
+  t.ok(
+    logs.some((l) => l.request_id === 'caller-42' && l.msg === 'request completed'),
+    'and logged with it',
+  )
+  const minted = await app.inject({ method: 'GET', url: '/api/nope', headers: { 'x-request-id': 'bad id\nforged' } })
+  t.match(minted.headers['x-request-id'], /^[0-9a-f-]{36}$/, 'an unsafe id is replaced, even on a 404')
+  t.ok(logs.some((l) => l.request_id === minted.headers['x-request-id']))
   const request = logs.find((l) => l.msg === 'request completed' && (l.req as undefined) === undefined && l.request_id)
   t.ok(request, 'request logs carry request_id')
   const finished = logs.find((l) => l.msg === 'run finished')
@@ -128,4 +142,38 @@ t.test('under pressure, requests get a 503 overloaded instead of waiting', async
   // the probes still answer: an orchestrator sees the process alive and can read why it is busy
   for (const url of ['/health', '/ready', '/metrics'])
     t.equal((await app.inject({ method: 'GET', url })).statusCode, 200, `${url} answers under pressure`)
+})
+
+t.test('oversize bodies and uploads answer 413 payload_too_large and leave nothing', async (t) => {
+  const { app, dataDir } = await testApp(t, { env: { MAX_UPLOAD_BYTES: '1000' } })
+  const big = await app.inject({
+    method: 'POST',
+    url: '/api/recipes/validate',
+    headers: { 'content-type': 'application/json' },
+    payload: `{"name":"${'x'.repeat(10 * 1024 * 1024)}"}`,
+  })
+  t.equal(big.statusCode, 413)
+  t.match(big.json(), { error: 'payload_too_large', suggestion: /smaller/ })
+  const boundary = '----big'
+  const upload = await app.inject({
+    method: 'POST',
+    url: '/api/sources',
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    payload: [
+      `--${boundary}`,
+      'Content-Disposition: form-data; name="alias"',
+      '',
+      'big',
+      `--${boundary}`,
+      'Content-Disposition: form-data; name="file"; filename="big.csv"',
+      '',
+      `id\n${'1\n'.repeat(1000)}`,
+      `--${boundary}--`,
+      '',
+    ].join('\r\n'),
+  })
+  t.equal(upload.statusCode, 413, upload.body)
+  t.match(upload.json(), { error: 'payload_too_large', suggestion: /MAX_UPLOAD_BYTES/ })
+  t.same(await readdir(join(dataDir, 'uploads', 'default')), [], 'the partial file is gone')
+  t.equal((await app.inject({ method: 'GET', url: '/api/sources/big' })).statusCode, 404)
 })

@@ -141,6 +141,15 @@ export class SourcesService {
     const prepared = await connector.prepare(opened)
     if (typeof prepared.path === 'string') await this.refuseReserved(ws, prepared.path)
     const columns = await connector.describe({ alias: input.alias, type: input.type, config: prepared })
+    // a header with U+0000 cannot be stored (PostgreSQL text/jsonb refuses it) nor named in a recipe
+    const nul = columns.findIndex((c) => c.name.includes('\u0000'))
+    if (nul >= 0)
+      throw new ConcordError(
+        'nul_character',
+        `column ${nul + 1} of the source has a name containing a NUL character (U+0000)`,
+        400,
+        'rename the column without U+0000: PostgreSQL text cannot hold it, and no recipe could name it',
+      )
     const passwordEnv = input.config.password_env
     const config = sealConfig(
       {
