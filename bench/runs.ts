@@ -84,7 +84,7 @@ const note = (what: string, ms: number, detail = '') => {
 const runsDir = await mkdtemp(join(tmpdir(), 'bench-rest-'))
 const database = await openDatabase({ pgliteDir: 'memory://' })
 const app = await buildApp({
-  config: loadConfig({ DATA_DIR: dataDir, RUNS_DIR: runsDir, LOG_LEVEL: 'silent' }),
+  config: loadConfig({ DATA_DIR: dataDir, RUNS_DIR: runsDir, LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '1000000' }),
   database,
   logger: false,
 })
