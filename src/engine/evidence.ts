@@ -38,23 +38,43 @@ export interface UnmatchedSet {
 }
 
 /**
- * Collects matches into growable typed arrays. Written out field by field (no generic growable
- * helper) so each store stays monomorphic: this runs once per match, a million times per run.
+ * Collects matches into typed arrays. Written out field by field (no generic growable helper) so
+ * each store stays monomorphic: this runs once per match, a million times per run.
+ *
+ * Sized once from the tables: a record is in at most one match, so there are at most
+ * min(left, right) matches, `left` left records and `right` right records. Pages of a fresh
+ * typed array that are never written cost address space, not memory, while every page that is
+ * written costs a page fault (about 12 µs each on the 2-core benchmark VM): doubling from small
+ * arrays would touch each byte about twice, once in a copy that is thrown away.
  */
 export class MatchBuilder {
-  private cap = 1024
+  private cap: number
   private n = 0
-  private pass = new Int32Array(this.cap)
-  private score = new Float64Array(this.cap)
-  private ambiguous = new Uint8Array(this.cap)
-  private amount = new Float64Array(this.cap)
-  private days = new Float64Array(this.cap)
-  private leftStart = new Int32Array(this.cap + 1)
-  private rightStart = new Int32Array(this.cap + 1)
-  private leftRows = new Int32Array(this.cap)
-  private rightRows = new Int32Array(this.cap)
+  private pass: Int32Array
+  private score: Float64Array
+  private ambiguous: Uint8Array
+  private amount: Float64Array
+  private days: Float64Array
+  private leftStart: Int32Array
+  private rightStart: Int32Array
+  private leftRows: Int32Array
+  private rightRows: Int32Array
   private nl = 0
   private nr = 0
+
+  constructor(leftLength = 0, rightLength = 0) {
+    const cap = Math.max(1024, Math.min(leftLength, rightLength))
+    this.cap = cap
+    this.pass = new Int32Array(cap)
+    this.score = new Float64Array(cap)
+    this.ambiguous = new Uint8Array(cap)
+    this.amount = new Float64Array(cap)
+    this.days = new Float64Array(cap)
+    this.leftStart = new Int32Array(cap + 1)
+    this.rightStart = new Int32Array(cap + 1)
+    this.leftRows = new Int32Array(Math.max(1024, leftLength))
+    this.rightRows = new Int32Array(Math.max(1024, rightLength))
+  }
 
   get count(): number {
     return this.n
@@ -87,6 +107,7 @@ export class MatchBuilder {
 
   private head(pass: number, score: number, ambiguous: boolean, amount: number, days: number): void {
     if (this.n === this.cap) {
+      // only when the builder was not sized from its tables (or a record is in two matches)
       this.cap *= 2
       this.pass = grow(this.pass)
       this.score = grow(this.score)
@@ -108,30 +129,17 @@ export class MatchBuilder {
 
   /**
    * The matches, pass by pass (in the order the passes ran) and within a pass by their first left
-   * record: the order pages and
-   * exports show, and one that reads the left side's columns in sequence rather than in the
-   * hash order a partitioned join produces them. A record is in at most one match, so the first
-   * left rows are distinct and a counting pass orders them.
+   * record: the order pages and exports show, and one that reads the left side's columns in
+   * sequence rather than in the hash order a partitioned join produces them. A record is in at
+   * most one match, so the first left rows are distinct and a counting pass orders them. The
+   * builder is spent afterwards: the result may share its arrays.
    */
   finish(passOrder: number[], leftLength: number): MatchSet {
     const n = this.n
     this.leftStart[n] = this.nl
     this.rightStart[n] = this.nr
-    const byFirstLeft = new Int32Array(leftLength).fill(-1)
-    const leftStarts = this.leftStart
-    const leftRowsIn = this.leftRows
-    for (let k = 0; k < n; k++) byFirstLeft[leftRowsIn[leftStarts[k]]] = k
-    // the rank of each pass in the order passes ran, then a stable bucket per pass
-    const rank = new Int32Array(Math.max(0, ...passOrder) + 1)
-    passOrder.forEach((p, r) => (rank[p] = r))
-    const bucketStart = new Int32Array(passOrder.length + 1)
-    for (let k = 0; k < n; k++) bucketStart[rank[this.pass[k]] + 1]++
-    for (let r = 0; r < passOrder.length; r++) bucketStart[r + 1] += bucketStart[r]
-    const order = new Int32Array(n)
-    for (let row = 0; row < leftLength; row++) {
-      const k = byFirstLeft[row]
-      if (k >= 0) order[bucketStart[rank[this.pass[k]]]++] = k
-    }
+    const order = this.order(passOrder, leftLength)
+    if (this.nl === n && this.nr === n) return this.permuteInPlace(order)
     const leftStart = new Int32Array(n + 1)
     const rightStart = new Int32Array(n + 1)
     const leftRows = new Int32Array(this.nl)
@@ -159,6 +167,82 @@ export class MatchBuilder {
       daysDelta[i] = this.days[k]
     }
     return { count: n, pass, score, ambiguous, amountDelta, daysDelta, leftStart, leftRows, rightStart, rightRows }
+  }
+
+  /** order[i] = the match that goes to place i (see finish). */
+  private order(passOrder: number[], leftLength: number): Int32Array {
+    const n = this.n
+    const byFirstLeft = new Int32Array(leftLength).fill(-1)
+    const leftStarts = this.leftStart
+    const leftRowsIn = this.leftRows
+    for (let k = 0; k < n; k++) byFirstLeft[leftRowsIn[leftStarts[k]]] = k
+    // the rank of each pass in the order passes ran, then a stable bucket per pass
+    const rank = new Int32Array(Math.max(0, ...passOrder) + 1)
+    passOrder.forEach((p, r) => (rank[p] = r))
+    const bucketStart = new Int32Array(passOrder.length + 1)
+    for (let k = 0; k < n; k++) bucketStart[rank[this.pass[k]] + 1]++
+    for (let r = 0; r < passOrder.length; r++) bucketStart[r + 1] += bucketStart[r]
+    const order = new Int32Array(n)
+    for (let row = 0; row < leftLength; row++) {
+      const k = byFirstLeft[row]
+      if (k >= 0) order[bucketStart[rank[this.pass[k]]]++] = k
+    }
+    return order
+  }
+
+  /**
+   * Every match is one record a side (1:1 passes without ties): the starts are 0, 1, 2, … as
+   * they are, and the other arrays are reordered where they stand, cycle by cycle, rather than
+   * copied into a fresh set of arrays as large again. `order` marks the places it has filled.
+   */
+  private permuteInPlace(order: Int32Array): MatchSet {
+    const n = this.n
+    const { pass, score, ambiguous, amount, days, leftRows, rightRows } = this
+    for (let start = 0; start < n; start++) {
+      if (order[start] < 0 || order[start] === start) continue
+      const p0 = pass[start]
+      const s0 = score[start]
+      const a0 = ambiguous[start]
+      const m0 = amount[start]
+      const d0 = days[start]
+      const l0 = leftRows[start]
+      const r0 = rightRows[start]
+      let at = start
+      for (;;) {
+        const from = order[at]
+        order[at] = -1
+        if (from === start) {
+          pass[at] = p0
+          score[at] = s0
+          ambiguous[at] = a0
+          amount[at] = m0
+          days[at] = d0
+          leftRows[at] = l0
+          rightRows[at] = r0
+          break
+        }
+        pass[at] = pass[from]
+        score[at] = score[from]
+        ambiguous[at] = ambiguous[from]
+        amount[at] = amount[from]
+        days[at] = days[from]
+        leftRows[at] = leftRows[from]
+        rightRows[at] = rightRows[from]
+        at = from
+      }
+    }
+    return {
+      count: n,
+      pass: pass.subarray(0, n),
+      score: score.subarray(0, n),
+      ambiguous: ambiguous.subarray(0, n),
+      amountDelta: amount.subarray(0, n),
+      daysDelta: days.subarray(0, n),
+      leftStart: this.leftStart.subarray(0, n + 1),
+      leftRows: leftRows.subarray(0, n),
+      rightStart: this.rightStart.subarray(0, n + 1),
+      rightRows: rightRows.subarray(0, n),
+    }
   }
 }
 

@@ -6,11 +6,19 @@ import type { ExprCompiler } from './compile.js'
 import type { ConjunctChecks } from './hashpass.js'
 import type { PassPlan } from './plan.js'
 
-/** Growable list of (left row, right row) pairs. */
+/**
+ * Growable list of (left row, right row) pairs. `expected`: the pairs a pass will likely find
+ * (about one per left record); allocated up front because unwritten pages cost nothing while
+ * each doubling writes every pair again into fresh memory (see MatchBuilder).
+ */
 export class PairList {
-  left = new Int32Array(1024)
-  right = new Int32Array(1024)
+  left: Int32Array
+  right: Int32Array
   length = 0
+  constructor(expected = 1024) {
+    this.left = new Int32Array(Math.max(1024, expected))
+    this.right = new Int32Array(Math.max(1024, expected))
+  }
   push(i: number, j: number): void {
     if (this.length === this.left.length) {
       const l = new Int32Array(this.length * 2)

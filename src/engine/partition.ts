@@ -31,26 +31,22 @@ export function partitionBits(n: number): number {
 export function partitionSide(table: Table, columns: string[], keys: SideKeys, bits: number): PartitionedSide {
   const n = table.length
   const parts = 1 << bits
-  const shift = 32 - bits
   const { hash, isNull } = keys
   const start = new Int32Array(parts + 1)
-  // bits = 0 would shift by 32, which JavaScript takes as 0: every row goes to partition 0
-  const partOf = (h: number) => (bits === 0 ? 0 : h >>> shift)
-  for (let i = 0; i < n; i++) if (!isNull[i]) start[partOf(hash[i]) + 1]++
+  const shift = bits === 0 ? 0 : 32 - bits
+  // bits = 0 would shift by 32, which JavaScript takes as 0: a mask of 0 sends every row to partition 0
+  const mask = bits === 0 ? 0 : parts - 1
+  for (let i = 0; i < n; i++) if (!isNull[i]) start[((hash[i] >>> shift) & mask) + 1]++
   for (let p = 0; p < parts; p++) start[p + 1] += start[p]
   const count = start[parts]
-  const cursor = start.slice(0, parts)
-  const pos = new Int32Array(n)
+  const layout: Layout = { hash, isNull, start, shift, mask, n, count }
   const rows = new Int32Array(count)
   const outHash = new Uint32Array(count)
+  const cursor = start.slice(0, parts)
   for (let i = 0; i < n; i++) {
-    if (isNull[i]) {
-      pos[i] = -1
-      continue
-    }
+    if (isNull[i]) continue
     const h = hash[i]
-    const at = cursor[partOf(h)]++
-    pos[i] = at
+    const at = cursor[(h >>> shift) & mask]++
     rows[at] = i
     outHash[at] = h
   }
@@ -62,7 +58,7 @@ export function partitionSide(table: Table, columns: string[], keys: SideKeys, b
   return {
     table: {
       columns: infos.map((c) => table.columns[c]),
-      data: infos.map((c) => scatterColumn(table.data[c], pos, count)),
+      data: infos.map((c) => scatterColumn(table.data[c], layout)),
       length: count,
     },
     rows,
@@ -71,46 +67,73 @@ export function partitionSide(table: Table, columns: string[], keys: SideKeys, b
   }
 }
 
-/** Copies a column into partition order: value i goes to position pos[i] (skipped when -1). */
-function scatterColumn(col: Column, pos: Int32Array, count: number): Column {
-  const n = col.length
-  const valid = col.valid === null ? null : scatterU8(col.valid, pos, count)
+/**
+ * Where rows go: row i (unless its key is NULL) to the next place of partition
+ * (hash[i] >>> shift) & mask. Each column recomputes the places from the hashes rather than
+ * reading them from a per-row array: that array would be another few megabytes of fresh memory.
+ */
+interface Layout {
+  hash: Uint32Array
+  isNull: Uint8Array
+  start: Int32Array
+  shift: number
+  mask: number
+  /** Rows in, rows out (without NULL keys). */
+  n: number
+  count: number
+}
+
+/** Copies a column into partition order. */
+function scatterColumn(col: Column, at: Layout): Column {
+  const { count } = at
+  const valid = col.valid === null ? null : scatterU8(col.valid, at)
   if (col.type === 'string') {
     const { offsets, data } = col
+    const { hash, isNull, shift, mask, n } = at
+    // lengths first (each at its place + 1), summed into offsets, then the bytes
     const outOffsets = new Int32Array(count + 1)
-    for (let i = 0; i < n; i++) if (pos[i] >= 0) outOffsets[pos[i] + 1] = offsets[i + 1] - offsets[i]
+    let cursor = at.start.slice(0, mask + 1)
+    for (let i = 0; i < n; i++) {
+      if (!isNull[i]) outOffsets[cursor[(hash[i] >>> shift) & mask]++ + 1] = offsets[i + 1] - offsets[i]
+    }
     for (let k = 0; k < count; k++) outOffsets[k + 1] += outOffsets[k]
     const outData = new Uint8Array(outOffsets[count])
+    cursor = at.start.slice(0, mask + 1)
     for (let i = 0; i < n; i++) {
-      const p = pos[i]
-      if (p < 0) continue
-      let at = outOffsets[p]
-      for (let s = offsets[i], e = offsets[i + 1]; s < e; s++) outData[at++] = data[s]
+      if (isNull[i]) continue
+      let to = outOffsets[cursor[(hash[i] >>> shift) & mask]++]
+      for (let s = offsets[i], e = offsets[i + 1]; s < e; s++) outData[to++] = data[s]
     }
     return { type: 'string', length: count, valid, offsets: outOffsets, data: outData }
   }
   // one loop per array type: a loop that met several typed-array classes would go megamorphic
   if (col.values instanceof Float64Array)
-    return { ...col, length: count, valid, values: scatterF64(col.values, pos, count) } as Column
+    return { ...col, length: count, valid, values: scatterF64(col.values, at) } as Column
   if (col.values instanceof Int32Array)
-    return { ...col, length: count, valid, values: scatterI32(col.values, pos, count) } as Column
-  return { ...col, length: count, valid, values: scatterU8(col.values, pos, count) } as Column
+    return { ...col, length: count, valid, values: scatterI32(col.values, at) } as Column
+  return { ...col, length: count, valid, values: scatterU8(col.values, at) } as Column
 }
 
-function scatterF64(src: Float64Array, pos: Int32Array, count: number): Float64Array {
-  const out = new Float64Array(count)
-  for (let i = 0; i < src.length; i++) if (pos[i] >= 0) out[pos[i]] = src[i]
+function scatterF64(src: Float64Array, at: Layout): Float64Array {
+  const { hash, isNull, shift, mask, n } = at
+  const cursor = at.start.slice(0, mask + 1)
+  const out = new Float64Array(at.count)
+  for (let i = 0; i < n; i++) if (!isNull[i]) out[cursor[(hash[i] >>> shift) & mask]++] = src[i]
   return out
 }
 
-function scatterI32(src: Int32Array, pos: Int32Array, count: number): Int32Array {
-  const out = new Int32Array(count)
-  for (let i = 0; i < src.length; i++) if (pos[i] >= 0) out[pos[i]] = src[i]
+function scatterI32(src: Int32Array, at: Layout): Int32Array {
+  const { hash, isNull, shift, mask, n } = at
+  const cursor = at.start.slice(0, mask + 1)
+  const out = new Int32Array(at.count)
+  for (let i = 0; i < n; i++) if (!isNull[i]) out[cursor[(hash[i] >>> shift) & mask]++] = src[i]
   return out
 }
 
-function scatterU8(src: Uint8Array, pos: Int32Array, count: number): Uint8Array {
-  const out = new Uint8Array(count)
-  for (let i = 0; i < src.length; i++) if (pos[i] >= 0) out[pos[i]] = src[i]
+function scatterU8(src: Uint8Array, at: Layout): Uint8Array {
+  const { hash, isNull, shift, mask, n } = at
+  const cursor = at.start.slice(0, mask + 1)
+  const out = new Uint8Array(at.count)
+  for (let i = 0; i < n; i++) if (!isNull[i]) out[cursor[(hash[i] >>> shift) & mask]++] = src[i]
   return out
 }

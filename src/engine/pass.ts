@@ -274,7 +274,7 @@ export function runPass(
   const { space } = p
   const lf = spaceFree(leftFree, space.leftRows)
   const rf = spaceFree(rightFree, space.rightRows)
-  const pairs = external ?? new PairList()
+  const pairs = external ?? new PairList(lf.length)
   const push = (i: number, j: number) => pairs.push(i, j)
   let evidence: PassEvidence
   if (external) evidence = { index: p.index }

@@ -174,7 +174,7 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
   const scheduler = new PassScheduler(recipe)
   const leftFree = new Uint8Array(left.length).fill(1)
   const rightFree = new Uint8Array(right.length).fill(1)
-  const matches = new MatchBuilder()
+  const matches = new MatchBuilder(left.length, right.length)
   const prepared: PreparedPass[] = []
   const evidence: PassEvidence[] = []
   const compared = comparedColumns(recipe, tables)
