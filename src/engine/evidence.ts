@@ -48,7 +48,6 @@ export interface UnmatchedSet {
  * arrays would touch each byte about twice, once in a copy that is thrown away.
  */
 export class MatchBuilder {
-  private cap: number
   private n = 0
   private pass: Int32Array
   private score: Float64Array
@@ -64,7 +63,6 @@ export class MatchBuilder {
 
   constructor(leftLength = 0, rightLength = 0) {
     const cap = Math.max(1024, Math.min(leftLength, rightLength))
-    this.cap = cap
     this.pass = new Int32Array(cap)
     this.score = new Float64Array(cap)
     this.ambiguous = new Uint8Array(cap)
@@ -106,9 +104,8 @@ export class MatchBuilder {
   }
 
   private head(pass: number, score: number, ambiguous: boolean, amount: number, days: number): void {
-    if (this.n === this.cap) {
+    if (this.n === this.pass.length) {
       // only when the builder was not sized from its tables (or a record is in two matches)
-      this.cap *= 2
       this.pass = grow(this.pass)
       this.score = grow(this.score)
       this.ambiguous = grow(this.ambiguous)

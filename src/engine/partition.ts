@@ -33,9 +33,9 @@ export function partitionSide(table: Table, columns: string[], keys: SideKeys, b
   const parts = 1 << bits
   const { hash, isNull } = keys
   const start = new Int32Array(parts + 1)
-  const shift = bits === 0 ? 0 : 32 - bits
-  // bits = 0 would shift by 32, which JavaScript takes as 0: a mask of 0 sends every row to partition 0
-  const mask = bits === 0 ? 0 : parts - 1
+  // bits = 0 shifts by 32, which JavaScript takes as 0: the mask (0) still sends every row to partition 0
+  const shift = 32 - bits
+  const mask = parts - 1
   for (let i = 0; i < n; i++) if (!isNull[i]) start[((hash[i] >>> shift) & mask) + 1]++
   for (let p = 0; p < parts; p++) start[p + 1] += start[p]
   const count = start[parts]
