@@ -9,6 +9,7 @@ import type { Expr } from '../recipes/predicate.js'
 import type { Column, StringColumn } from './column.js'
 import type { ExprCompiler } from './compile.js'
 import type { KeyPair } from './plan.js'
+import { sharedArray } from './shared.js'
 import type { Table } from './table.js'
 
 /** One side's keys: a hash per row and which rows have a NULL key part (they never join). */
@@ -37,8 +38,8 @@ export function keyHashes(
   if (parts.length === 1) return parts[0]
   const combine = (side: 'left' | 'right'): SideKeys => {
     const n = parts[0][side].hash.length
-    const hash = new Uint32Array(n)
-    const isNull = new Uint8Array(n)
+    const hash = sharedArray(Uint32Array, n)
+    const isNull = sharedArray(Uint8Array, n)
     for (const p of parts) {
       const h = p[side].hash
       const z = p[side].isNull
@@ -100,8 +101,8 @@ const u32 = new Uint32Array(f64.buffer)
 
 function numbers(fn: (row: number) => number | boolean | null, n: number): { keys: SideKeys; values: Float64Array } {
   const values = new Float64Array(n)
-  const hash = new Uint32Array(n)
-  const isNull = new Uint8Array(n)
+  const hash = sharedArray(Uint32Array, n)
+  const isNull = sharedArray(Uint8Array, n)
   for (let r = 0; r < n; r++) {
     const v = fn(r)
     if (v === null || (typeof v === 'number' && Number.isNaN(v))) {
@@ -118,8 +119,8 @@ function numbers(fn: (row: number) => number | boolean | null, n: number): { key
 
 function hashStrings(values: (string | null)[]): SideKeys {
   const n = values.length
-  const hash = new Uint32Array(n)
-  const isNull = new Uint8Array(n)
+  const hash = sharedArray(Uint32Array, n)
+  const isNull = sharedArray(Uint8Array, n)
   for (let r = 0; r < n; r++) {
     const s = values[r]
     if (s === null) {
@@ -135,8 +136,8 @@ function hashStrings(values: (string | null)[]): SideKeys {
 
 function hashBytes(col: StringColumn): SideKeys {
   const n = col.length
-  const hash = new Uint32Array(n)
-  const isNull = new Uint8Array(n)
+  const hash = sharedArray(Uint32Array, n)
+  const isNull = sharedArray(Uint8Array, n)
   const { offsets, data, valid } = col
   for (let r = 0; r < n; r++) {
     if (valid !== null && valid[r] === 0) {

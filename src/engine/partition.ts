@@ -28,7 +28,14 @@ export function partitionBits(n: number): number {
   return bits
 }
 
-export function partitionSide(table: Table, columns: string[], keys: SideKeys, bits: number): PartitionedSide {
+export function partitionSide(
+  table: Table,
+  columns: string[],
+  keys: SideKeys,
+  bits: number,
+  /** Called after each column is copied: the helper thread's sign of life (partition-helper.ts). */
+  onColumn: () => void = () => {},
+): PartitionedSide {
   const n = table.length
   const parts = 1 << bits
   const { hash, isNull } = keys
@@ -58,7 +65,11 @@ export function partitionSide(table: Table, columns: string[], keys: SideKeys, b
   return {
     table: {
       columns: infos.map((c) => table.columns[c]),
-      data: infos.map((c) => scatterColumn(table.data[c], layout)),
+      data: infos.map((c) => {
+        const out = scatterColumn(table.data[c], layout)
+        onColumn()
+        return out
+      }),
       length: count,
     },
     rows,

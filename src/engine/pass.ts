@@ -15,6 +15,7 @@ import { type ConjunctChecks, type NearMisses, nearMisses, partitionedJoin } fro
 import { bandCandidates, conjunctChecks, PairList } from './join.js'
 import { keyEquality, keyHashes } from './keys.js'
 import { type PartitionedSide, partitionBits, partitionSide } from './partition.js'
+import { PARALLEL_MIN_ROWS, partitionHelper } from './partition-helper.js'
 import { type PassPlan, planPass, referencedColumns } from './plan.js'
 import { type PairScorer, type ScoredPairs, scorer as scorerOf } from './score.js'
 import type { Table } from './table.js'
@@ -117,6 +118,8 @@ export function preparePass(
   tables: { l: Table; r: Table },
   compared: ComparedColumns = {},
   external?: { schemas: { l: ColumnInfo[]; r: ColumnInfo[] } },
+  /** Partition the left side on the helper thread when it is large enough (partition-helper.ts). */
+  parallel = true,
 ): PreparedPass {
   const schemas = external?.schemas ?? { l: tables.l.columns, r: tables.r.columns }
   const expr = parsePredicate(pass.when)
@@ -132,7 +135,7 @@ export function preparePass(
     : []
   const space: PassSpace =
     plan.keys.length && !external
-      ? partitionedSpace(plan, tables, [...plan.conjuncts.map((c) => c.expr), ...aggregateExprs], scored)
+      ? partitionedSpace(plan, tables, [...plan.conjuncts.map((c) => c.expr), ...aggregateExprs], scored, parallel)
       : { tables, leftRows: null, rightRows: null }
   const compiler = new ExprCompiler({ l: space.tables.l.columns, r: space.tables.r.columns }, space.tables)
   const scorer = scorerOf(scored, compiler)
@@ -184,13 +187,17 @@ function partitionedSpace(
   tables: { l: Table; r: Table },
   exprs: Expr[],
   scored: ScoredPairs,
+  parallel: boolean,
 ): PassSpace {
   const hashing = new ExprCompiler({ l: tables.l.columns, r: tables.r.columns }, tables)
   const hashes = keyHashes(plan.keys, hashing, tables)
   const used = withScoredColumns(referencedColumns(exprs), scored)
   const bits = partitionBits(Math.max(tables.l.length, tables.r.length))
-  const left = partitionSide(tables.l, [...used.l], hashes.left, bits)
+  // the left side on the helper thread (when there is one) while this thread does the right
+  const helper = parallel && tables.l.length >= PARALLEL_MIN_ROWS ? partitionHelper() : null
+  const pending = helper?.partition(tables.l, [...used.l], hashes.left, bits)
   const right = partitionSide(tables.r, [...used.r], hashes.right, bits)
+  const left = pending?.() ?? partitionSide(tables.l, [...used.l], hashes.left, bits)
   return {
     tables: { l: left.table, r: right.table },
     leftRows: left.rows,

@@ -15,6 +15,7 @@ import {
 import type { SearchBounds } from './aggregate.js'
 import { explainUnmatched } from './nearmiss.js'
 import { type ComparedColumns, type PassEvidence, type PreparedPass, preparePass, runPass } from './pass.js'
+import { PARALLEL_MIN_ROWS, partitionHelper } from './partition-helper.js'
 import { orderPasses } from './passes.js'
 import { type PassPlan, planPass } from './plan.js'
 import { amountColumn, type SideTotals, sideTotals } from './summary.js'
@@ -83,6 +84,8 @@ export interface RunOptions {
   version?: number
   onProgress?: (p: RunProgress) => void
   signal?: AbortSignal
+  /** Use the partitioning helper thread for large sides (default true; partition-helper.ts). */
+  parallel?: boolean
 }
 
 /** One pass in execution order, with the phase of the DAG it belongs to. */
@@ -170,6 +173,9 @@ export class PassScheduler {
 
 export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOptions = {}): RunResult {
   const t0 = performance.now()
+  const parallel = opts.parallel !== false
+  // started now, the helper thread boots while the first pass hashes its keys
+  if (parallel && left.length >= PARALLEL_MIN_ROWS) partitionHelper()
   const tables = { l: left, r: right }
   const scheduler = new PassScheduler(recipe)
   const leftFree = new Uint8Array(left.length).fill(1)
@@ -184,7 +190,7 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
     opts.signal?.throwIfAborted()
     if (!scheduler.begin(step)) continue
     try {
-      const p = preparePass(step.index, step.pass, tables, compared)
+      const p = preparePass(step.index, step.pass, tables, compared, undefined, parallel)
       prepared.push(p)
       const done = runPass(p, leftFree, rightFree, matches)
       scheduler.searched(step, done.search)

@@ -10,6 +10,7 @@
 
 import type { Column } from '../column.js'
 import { classifyText, type ValueKind, widen } from '../infer.js'
+import { sharedArray, sharedCopy } from '../shared.js'
 import type { ColumnInfo } from '../types.js'
 import { MAX_DECIMAL_DIGITS, MAX_DECIMAL_SCALE, POW10, parseDateOrTimestamp } from '../values.js'
 import { booleanAt, dateAt, NOT_A_DATE, SPACE, terminator } from './bytes.js'
@@ -69,19 +70,15 @@ export class CsvColumn implements FieldSink {
   private allocate(kind: ValueKind): void {
     const n = this.capacity
     if (kind === 'string') {
-      this.offsets = new Int32Array(n + 1)
-      this.data = new Uint8Array(Math.max(1024, this.textBytes || n * 8))
-    } else if (kind === 'date') this.days = new Int32Array(n)
-    else if (kind === 'boolean') this.bool = new Uint8Array(n)
-    else this.num = new Float64Array(n)
+      this.offsets = sharedArray(Int32Array, n + 1)
+      this.data = sharedArray(Uint8Array, Math.max(1024, this.textBytes || n * 8))
+    } else if (kind === 'date') this.days = sharedArray(Int32Array, n)
+    else if (kind === 'boolean') this.bool = sharedArray(Uint8Array, n)
+    else this.num = sharedArray(Float64Array, n)
   }
 
   private grow(n = Math.ceil(this.capacity * 1.5) + 16): void {
-    const grow = <T extends Int32Array | Float64Array | Uint8Array>(a: T, size: number): T => {
-      const b = new (a.constructor as new (n: number) => T)(size)
-      b.set(a.subarray(0, Math.min(a.length, size)))
-      return b
-    }
+    const grow = sharedCopy
     if (this.valid) {
       this.valid = grow(this.valid, n)
       this.valid.fill(1, this.length)
@@ -94,7 +91,7 @@ export class CsvColumn implements FieldSink {
   }
 
   private makeValid(): Uint8Array {
-    this.valid = new Uint8Array(this.capacity).fill(1)
+    this.valid = sharedArray(Uint8Array, this.capacity).fill(1)
     return this.valid
   }
 
@@ -215,8 +212,7 @@ export class CsvColumn implements FieldSink {
   private appendString(buf: Buffer, s: number, e: number): void {
     const n = e - s
     if (this.size + n > this.data.length) {
-      const d = new Uint8Array(Math.max(this.data.length * 2, this.size + n))
-      d.set(this.data.subarray(0, this.size))
+      const d = sharedCopy(this.data.subarray(0, this.size), Math.max(this.data.length * 2, this.size + n))
       this.data = d
     }
     // A byte loop beats subarray() + set() for the short fields CSVs are made of.
@@ -379,7 +375,7 @@ export class CsvColumn implements FieldSink {
       return
     }
     if (from === 'date' && target === 'timestamp') {
-      this.num = new Float64Array(this.capacity)
+      this.num = sharedArray(Float64Array, this.capacity)
       for (let i = 0; i < this.length; i++) this.num[i] = this.days[i] * DAY_MS
       this.kind = 'timestamp'
       return
@@ -400,7 +396,13 @@ export class CsvColumn implements FieldSink {
     const valid = this.valid && this.nulls > 0 ? fitted(this.valid, n) : null
     switch (this.kind) {
       case 'null':
-        return { type: 'string', length: n, valid, offsets: new Int32Array(n + 1), data: new Uint8Array(0) }
+        return {
+          type: 'string',
+          length: n,
+          valid,
+          offsets: sharedArray(Int32Array, n + 1),
+          data: sharedArray(Uint8Array, 0),
+        }
       case 'string':
         return {
           type: 'string',
@@ -469,9 +471,7 @@ export class CsvColumn implements FieldSink {
       case 'string': {
         const bytes = p.data!
         if (this.size + bytes.length > this.data.length) {
-          const d = new Uint8Array(this.size + bytes.length)
-          d.set(this.data.subarray(0, this.size))
-          this.data = d
+          this.data = sharedCopy(this.data.subarray(0, this.size), this.size + bytes.length)
         }
         this.data.set(bytes, this.size)
         const base = this.size
@@ -513,5 +513,5 @@ export class CsvColumn implements FieldSink {
  * never written costs address space, not memory: fresh typed arrays are zero pages until touched.
  */
 function fitted<T extends Int32Array | Float64Array | Uint8Array>(a: T, len: number): T {
-  return (len >= a.length * 0.75 ? a.subarray(0, len) : a.slice(0, len)) as T
+  return (len >= a.length * 0.75 ? a.subarray(0, len) : sharedCopy(a, len)) as T
 }

@@ -12,12 +12,12 @@
 //   is the one reported.
 // tsx registers its loader on the main thread only on Node 20, and registering it in a worker
 // costs about 150 ms, so the worker starts from its module bundled into JavaScript
-// (worker-source.ts). If that or the worker fails, loads stay on the main thread.
+// (../worker-source.ts). If that or the worker fails, loads stay on the main thread.
 
 import type { FileHandle } from 'node:fs/promises'
 import { Worker } from 'node:worker_threads'
 import type { PartJob, PartResult } from './part.js'
-import { bundleWorkerSource, cachedWorkerSource } from './worker-source.js'
+import { bundleWorkerSource, cachedWorkerSource, workerEntry } from '../worker-source.js'
 
 export interface RunningPart {
   /** Offset of the part's first row. */
@@ -27,6 +27,8 @@ export interface RunningPart {
   /** Stops the worker at its next chunk; its result is not needed any more. */
   cancel(): void
 }
+
+const PART_WORKER = workerEntry(new URL('./part-worker.ts', import.meta.url), 'csv-part-worker')
 
 /** The worker's code, once per process. */
 let source: Promise<string> | string | null = null
@@ -70,7 +72,7 @@ export class PartHelper {
 
   private async start(): Promise<void> {
     try {
-      source ??= cachedWorkerSource() ?? bundleWorkerSource()
+      source ??= cachedWorkerSource(PART_WORKER) ?? bundleWorkerSource(PART_WORKER)
       // from the cache, the worker starts before this call returns
       const code = typeof source === 'string' ? source : await source
       const worker = new Worker(code, { eval: true, execArgv: [], name: 'concord csv part' })

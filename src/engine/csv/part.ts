@@ -5,6 +5,7 @@
 // text but a part holds parsed values whose text is gone.
 
 import { type ValueKind, widen } from '../infer.js'
+import { isShared } from '../shared.js'
 import { MAX_DECIMAL_DIGITS } from '../values.js'
 
 /** What the join needs to know of each side. */
@@ -43,11 +44,11 @@ export function mergedKind(a: PartType, b: PartType): { kind: ValueKind; pending
   return { kind, pendingFloat: kind === 'float' && !realFloat(a) && !realFloat(b) }
 }
 
-/** The buffers to transfer with a part (zero-copy to the receiving thread). */
+/** The buffers to transfer with a part (zero-copy to the receiving thread); shared ones are shared, not transferred. */
 export function partBuffers(parts: ColumnPart[]): ArrayBuffer[] {
   const out = new Set<ArrayBuffer>()
   for (const p of parts) {
-    for (const a of [p.valid, p.values, p.offsets, p.data]) if (a) out.add(a.buffer as ArrayBuffer)
+    for (const a of [p.valid, p.values, p.offsets, p.data]) if (a && !isShared(a)) out.add(a.buffer as ArrayBuffer)
   }
   return [...out]
 }

@@ -1,0 +1,21 @@
+// What the engine's thread and the partitioning helper thread exchange (partition-helper.ts).
+
+import type { SideKeys } from './keys.js'
+import type { PartitionedSide } from './partition.js'
+import type { Table } from './table.js'
+
+/** Slots of the shared state array: set once the worker runs; the last job done; a count that moves while it works. */
+export const READY = 0
+export const DONE = 1
+export const BEAT = 2
+
+export interface PartitionJob {
+  seq: number
+  /** Columns in shared memory: the engine's thread keeps its own table untouched. */
+  table: Table
+  columns: string[]
+  keys: SideKeys
+  bits: number
+}
+
+export type PartitionReply = { seq: number; side: PartitionedSide } | { seq: number; error: string }

@@ -1,0 +1,94 @@
+// A worker thread's code as one JavaScript text (the CSV part worker, csv/part-worker.ts; the
+// partitioning helper, partition-worker.ts). Workers cannot use tsx's loader on Node 20 (see
+// csv/parallel.ts), so the worker's module and what it imports are bundled with esbuild, the
+// compiler tsx runs. Bundling costs the calling thread 30-50 ms (loading esbuild, starting its
+// service), so the bundle is kept in node_modules/.cache/concord with a hash of each source as
+// esbuild read it; a later process whose sources hash the same starts the worker from the cache.
+// The cache is read synchronously (a few small files, under a millisecond): the CSV loader's
+// thread is busy parsing and would only see each step of an asynchronous read between two
+// chunks, and the engine's passes are synchronous. The cache is an optimization only: when it
+// cannot be read or written, the bundle is built.
+
+import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { dirname, relative, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = fileURLToPath(new URL('../../', import.meta.url))
+
+/** A worker's entry module and the name its bundle is cached under. */
+export interface WorkerEntry {
+  /** Absolute path of the entry module. */
+  path: string
+  name: string
+}
+
+export function workerEntry(url: URL, name: string): WorkerEntry {
+  return { path: fileURLToPath(url), name }
+}
+
+const cacheFile = (w: WorkerEntry) => resolve(root, `node_modules/.cache/concord/${w.name}.json`)
+
+interface Cached {
+  /** Source path (relative to the project) → sha256 of its text when bundled. */
+  sources: Record<string, string>
+  code: string
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
+
+/** The cached bundle if its sources have not changed since it was built, else null. */
+export function cachedWorkerSource(w: WorkerEntry): string | null {
+  try {
+    const cached = JSON.parse(readFileSync(cacheFile(w), 'utf8')) as Cached
+    for (const [path, hash] of Object.entries(cached.sources)) {
+      if (sha256(readFileSync(resolve(root, path), 'utf8')) !== hash) return null
+    }
+    return typeof cached.code === 'string' && Object.keys(cached.sources).length > 0 ? cached.code : null
+  } catch {
+    return null
+  }
+}
+
+/** Bundles the worker's module and caches the result for later processes. */
+export async function bundleWorkerSource(w: WorkerEntry): Promise<string> {
+  const esbuild = await import('esbuild')
+  const sources: Record<string, string> = {}
+  const out = await esbuild.build({
+    entryPoints: [w.path],
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    write: false,
+    logLevel: 'silent',
+    plugins: [
+      {
+        // Reads each source itself, so the hash is of exactly the text that was compiled.
+        name: 'hash-sources',
+        setup(build) {
+          build.onLoad({ filter: /\.[cm]?[jt]s$/ }, async (args) => {
+            const contents = await readFile(args.path, 'utf8')
+            sources[relative(root, args.path)] = sha256(contents)
+            return { contents, loader: /\.[cm]?ts$/.test(args.path) ? 'ts' : 'js' }
+          })
+        },
+      },
+    ],
+  })
+  const code = out.outputFiles[0].text
+  void saveCache(cacheFile(w), { sources, code })
+  return code
+}
+
+async function saveCache(file: string, cached: Cached): Promise<void> {
+  try {
+    await mkdir(dirname(file), { recursive: true })
+    const tmp = `${file}.${process.pid}.tmp`
+    await writeFile(tmp, JSON.stringify(cached))
+    await rename(tmp, file) // whole or not at all, also with several processes
+  } catch {
+    // a read-only install: bundle in each process
+  }
+}
