@@ -116,7 +116,12 @@ export class PartitionHelper {
         return null
       }
     }
-    const reply = receiveMessageOnPort(this.port!)?.message as PartitionReply | undefined
+    // the reply is queued before DONE is set; a short grace covers a queue that is slow to show it
+    let reply: PartitionReply | undefined
+    for (let tries = 0; reply === undefined && tries < 100; tries++) {
+      reply = receiveMessageOnPort(this.port!)?.message as PartitionReply | undefined
+      if (reply === undefined) Atomics.wait(state, READY, 1, 1)
+    }
     if (!reply || reply.seq !== seq) {
       this.stop()
       return null
