@@ -154,9 +154,16 @@ t.test('the helper partitions like this thread; a job it cannot do answers null'
   t.throws(() => partitionSide(tables.l, ['reference', 'no_such_column'], keys.left, bits), /no_such_column/)
   t.ok(helper.usable, 'and the helper serves the next job')
   t.ok(helper.partition(tables.l, columns, keys.left, bits)(), 'it does')
+  helper.partition(tables.l, columns, keys.left, bits) // never waited for, as when a pass throws
+  t.strictSame(
+    helper.partition(tables.l, ['amount'], keys.left, bits)(),
+    partitionSide(tables.l, ['amount'], keys.left, bits),
+    'a reply nobody waited for is skipped',
+  )
+  t.ok(helper.usable, 'without giving up on the helper')
 
   const plain = tableFromRows([{ reference: 'a', amount: 1 }])
   const plainKeys = { hash: new Uint32Array(1), isNull: new Uint8Array(1) }
   t.equal(helper.partition(plain, ['reference'], plainKeys, 0)(), null, 'columns outside shared memory stay here')
-  t.equal(helper.jobs, jobs + 2, 'without a job posted')
+  t.equal(helper.jobs, jobs + 3, 'without a job posted')
 })

@@ -116,9 +116,10 @@ export class PartitionHelper {
         return null
       }
     }
-    // the reply is queued before DONE is set; a short grace covers a queue that is slow to show it
+    // The reply is queued before DONE is set; a short grace covers a queue that is slow to show
+    // it. Replies to earlier jobs nobody waited for (a pass that threw on its own side) are dropped.
     let reply: PartitionReply | undefined
-    for (let tries = 0; reply === undefined && tries < 100; tries++) {
+    for (let tries = 0; (reply === undefined || reply.seq < seq) && tries < 100; tries++) {
       reply = receiveMessageOnPort(this.port!)?.message as PartitionReply | undefined
       if (reply === undefined) Atomics.wait(state, READY, 1, 1)
     }
