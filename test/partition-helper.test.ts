@@ -6,6 +6,7 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
+import { prng } from '../bench/gen-data.js'
 import { loadCsv } from '../src/engine/csv/index.js'
 import { tableFromRows } from '../src/engine/json.js'
 import { keyHashes } from '../src/engine/keys.js'
@@ -21,22 +22,12 @@ import type { Recipe } from '../src/recipes/schema.js'
 
 const ROWS = PARALLEL_MIN_ROWS + 10_000
 
-// a seeded generator (mulberry32): the same files every run
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0
-    let x = Math.imul(seed ^ (seed >>> 15), seed | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 /**
  * Bank lines and invoices sharing references (some NULL, some repeated), amounts within a cent or
  * not, dates a few days apart, and some payments split over two invoices.
  */
 function writeFiles(dir: string): { left: string; right: string } {
-  const rnd = random(11)
+  const rnd = prng(11)
   const left = ['txn_id,reference,amount,txn_date']
   const right = ['invoice_id,ref,total_amount,invoice_date']
   const day = (d: number) => new Date(Date.UTC(2024, 0, 1 + d)).toISOString().slice(0, 10)
