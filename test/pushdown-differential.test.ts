@@ -55,8 +55,11 @@ const dataArb = fc.array(recArb, { minLength: 1, maxLength: 25 }).chain((left) =
     .map((groups) => ({ left, right: groups.flat() })),
 )
 
-// CONCORD_DIFF_RUNS raises the number of generated cases when hunting for a difference
+// CONCORD_DIFF_RUNS raises the number of generated cases when hunting for a difference, SEED picks
+// other cases; the default seed is fixed so that CI runs the same cases every time (a seed from the
+// clock once gave only 8 of 12 cases with a match and failed the guard below at random)
 const RUNS = Number(process.env.CONCORD_DIFF_RUNS ?? 12)
+const SEED = Number(process.env.SEED ?? 20261123)
 
 const recipe = {
   name: 'differential',
@@ -172,10 +175,13 @@ t.test('the PostgreSQL engine matches exactly what the in-process engine matches
       compared++
       if (memory.matches.length) matchedSomething++
     }),
-    { numRuns: RUNS, seed: Number(process.env.SEED ?? Date.now()) },
+    { numRuns: RUNS, seed: SEED },
   )
   t.equal(compared, RUNS)
-  t.ok(matchedSomething >= RUNS * 0.75, `most generated cases match something (${matchedSomething})`)
+  t.ok(
+    matchedSomething >= RUNS * 0.75,
+    `most generated cases match something (${matchedSomething} of ${RUNS}, seed ${SEED})`,
+  )
 })
 
 t.test('engine "postgres" is refused where it cannot run, with the reason', async (t) => {
