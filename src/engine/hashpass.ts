@@ -7,25 +7,38 @@
 
 import type { PartitionedSide } from './partition.js'
 
-/** Per position of one side: the nearest miss found so far. */
+/**
+ * Per position of one side: the nearest miss found so far. Every array starts as zeros, which
+ * mean "none": fresh zeroed memory needs no fill pass, and on the benchmark VM writing a page the
+ * first time is the expensive part (see docs/ARCHITECTURE.md, "memory").
+ */
 export interface NearMisses {
-  /** Share of the pass's conjuncts the candidate satisfied; -1 = no candidate. */
-  share: Float32Array
-  /** The candidate's position on the other side, or -1. */
+  /** Conjuncts the candidate failed, plus one; 0 = no candidate. */
+  missed: Uint8Array
+  /** The candidate's position on the other side (when `missed` > 0). */
   candidate: Int32Array
-  /** Index (in the plan's conjuncts) of the first conjunct it failed, or -1 when it passed them all. */
+  /** Index (in the plan's conjuncts) of the first conjunct it failed (when `missed` > 1). */
   conjunct: Int16Array
   /** Candidates examined, capped. */
   seen: Uint8Array
+  /** Conjuncts of the pass: a candidate's share passed is (total - missed + 1) / total. */
+  total: number
 }
 
-export function nearMisses(n: number): NearMisses {
+export function nearMisses(n: number, total: number): NearMisses {
   return {
-    share: new Float32Array(n).fill(-1),
-    candidate: new Int32Array(n).fill(-1),
-    conjunct: new Int16Array(n).fill(-1),
+    missed: new Uint8Array(n),
+    candidate: new Int32Array(n),
+    conjunct: new Int16Array(n),
     seen: new Uint8Array(n),
+    total,
   }
+}
+
+/** Share of its pass's conjuncts the nearest miss at `k` passed; -1 when there is none. */
+export function nearShare(near: NearMisses, k: number): number {
+  const missed = near.missed[k]
+  return missed === 0 ? -1 : (near.total - missed + 1) / near.total
 }
 
 /** Candidates examined per record and pass: enough to find a near miss, bounded for wide joins. */
@@ -56,11 +69,12 @@ function bitCount(x: number): number {
 export function record(near: NearMisses, own: number, other: number, failed: number, checks: ConjunctChecks): void {
   if (near.seen[own] >= CANDIDATES_PER_RECORD) return
   near.seen[own]++
-  const share = (checks.total - bitCount(failed)) / checks.total
-  if (share > near.share[own]) {
-    near.share[own] = share
+  const missed = bitCount(failed) + 1
+  const best = near.missed[own]
+  if (best === 0 || missed < best) {
+    near.missed[own] = missed
     near.candidate[own] = other
-    near.conjunct[own] = failed === 0 ? -1 : checks.checked[lowestBit(failed)]
+    if (failed !== 0) near.conjunct[own] = checks.checked[lowestBit(failed)]
   }
 }
 

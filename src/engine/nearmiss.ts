@@ -7,7 +7,7 @@
 
 import type { Side } from '../recipes/predicate.js'
 import type { UnmatchedSet } from './evidence.js'
-import { type NearMisses, nearMisses, record } from './hashpass.js'
+import { type NearMisses, nearMisses, nearShare, record } from './hashpass.js'
 import { bandCandidates } from './join.js'
 import type { PassEvidence } from './pass.js'
 import type { Table } from './table.js'
@@ -32,7 +32,7 @@ export function explainUnmatched(
   // slot of each unmatched row in `rows`
   const slot = new Int32Array(ownFree.length).fill(-1)
   for (let k = 0; k < count; k++) slot[rows[k]] = k
-  const best = new Float32Array(count).fill(-1)
+  const best = new Float64Array(count).fill(-1)
   const merge = (
     index: number,
     near: NearMisses,
@@ -40,18 +40,18 @@ export function explainUnmatched(
     otherRows: Int32Array | null,
     freeAfterPass: Uint8Array | null,
   ) => {
-    for (let k = 0; k < near.share.length; k++) {
-      const share = near.share[k]
-      if (share < 0 || (freeAfterPass !== null && freeAfterPass[k] === 0)) continue
+    for (let k = 0; k < near.missed.length; k++) {
+      if (near.missed[k] === 0 || (freeAfterPass !== null && freeAfterPass[k] === 0)) continue
       const own = ownRows === null ? k : ownRows[k]
       if (ownFree[own] === 0) continue // matched in the end: nothing to explain (and a cheap test first)
       const s = slot[own]
+      const share = nearShare(near, k)
       if (share <= best[s]) continue
       best[s] = share
       const other = otherRows === null ? near.candidate[k] : otherRows[near.candidate[k]]
       candidate[s] = other
       pass[s] = index
-      conjunct[s] = near.conjunct[k]
+      conjunct[s] = near.missed[k] === 1 ? -1 : near.conjunct[k]
       candidateTaken[s] = otherFree[other] ? 0 : 1
     }
   }
@@ -67,10 +67,10 @@ export function explainUnmatched(
       merge(p.index, near, ownRows, otherRows, free)
     } else if (p.band) {
       // every record of the other side, matched or not, against the unmatched records of this side
-      const near = nearMisses(ownFree.length)
+      const band = p.band
+      const near = nearMisses(ownFree.length, band.checks.total)
       const others = new Int32Array(otherLength)
       for (let r = 0; r < otherLength; r++) others[r] = r
-      const band = p.band
       const failedOf = band.checks.failed
       const visit = (i: number, j: number) => {
         if (side === 'l') record(near, i, j, failedOf(i, j), band.checks)

@@ -287,7 +287,8 @@ export function runPass(
   if (external) evidence = { index: p.index }
   else if (space.partitioned) {
     const { left, right, equal } = space.partitioned
-    const near = { left: nearMisses(left.rows.length), right: nearMisses(right.rows.length) }
+    const total = p.checks.total
+    const near = { left: nearMisses(left.rows.length, total), right: nearMisses(right.rows.length, total) }
     partitionedJoin(left, right, equal, p.checks, lf, rf, near.left, near.right, push)
     evidence = {
       index: p.index,

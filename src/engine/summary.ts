@@ -66,37 +66,35 @@ export function sideTotals(
     }
   }
   const { values, valid, scale } = amount
-  // matched rows of each pass, as a pass number per table row (-1: unmatched), then one sweep
-  const passOf = new Int32Array(table.length).fill(-1)
-  for (let k = 0; k < matches.count; k++) {
-    const p = matches.pass[k]
-    for (let n = start[k]; n < start[k + 1]; n++) passOf[rows[n]] = p
-  }
+  // each pass's matched amount from its matches' rows (reads that do not wait on each other), the
+  // side's total in one sweep, and unmatched = total - matched: no per-row array to fill
   const sums = new Array<bigint>(passes).fill(0n)
   const partial = new Float64Array(passes)
-  let unmatchedBig = 0n
-  let unmatched = 0
-  for (let row = 0; row < table.length; row++) {
-    if (valid !== null && valid[row] === 0) continue
-    const v = values[row]
-    const p = passOf[row]
-    if (p < 0) {
-      unmatched += v
-      if (unmatched > LIMIT || unmatched < -LIMIT) {
-        unmatchedBig += BigInt(unmatched)
-        unmatched = 0
-      }
-    } else {
-      const x = partial[p] + v
+  for (let k = 0; k < matches.count; k++) {
+    const p = matches.pass[k]
+    for (let n = start[k]; n < start[k + 1]; n++) {
+      const row = rows[n]
+      if (valid !== null && valid[row] === 0) continue
+      const x = partial[p] + values[row]
       if (x > LIMIT || x < -LIMIT) {
         sums[p] += BigInt(x)
         partial[p] = 0
       } else partial[p] = x
     }
   }
+  let totalBig = 0n
+  let total = 0
+  for (let row = 0; row < table.length; row++) {
+    if (valid !== null && valid[row] === 0) continue
+    total += values[row]
+    if (total > LIMIT || total < -LIMIT) {
+      totalBig += BigInt(total)
+      total = 0
+    }
+  }
   const byPass = sums.map((s, p) => s + BigInt(partial[p]))
   const matchedTotal = byPass.reduce((a, b) => a + b, 0n)
-  const unmatchedTotal = unmatchedBig + BigInt(unmatched)
+  const unmatchedTotal = totalBig + BigInt(total) - matchedTotal
   return {
     rows: table.length,
     matched,
