@@ -60,8 +60,6 @@ export class MatchBuilder {
   private rightRows: Int32Array
   private nl = 0
   private nr = 0
-  /** Set by order(): every match already sits among its own pass's places. */
-  private passesInOrder = false
 
   constructor(leftLength = 0, rightLength = 0) {
     const cap = Math.max(1024, Math.min(leftLength, rightLength))
@@ -137,8 +135,8 @@ export class MatchBuilder {
     const n = this.n
     this.leftStart[n] = this.nl
     this.rightStart[n] = this.nr
-    const order = this.order(passOrder, leftLength)
-    if (this.nl === n && this.nr === n) return this.gatherInOrder(order)
+    const { order, passesInOrder } = this.order(passOrder, leftLength)
+    if (this.nl === n && this.nr === n) return this.gatherInOrder(order, passesInOrder)
     const leftStart = new Int32Array(n + 1)
     const rightStart = new Int32Array(n + 1)
     const leftRows = new Int32Array(this.nl)
@@ -168,8 +166,11 @@ export class MatchBuilder {
     return { count: n, pass, score, ambiguous, amountDelta, daysDelta, leftStart, leftRows, rightStart, rightRows }
   }
 
-  /** order[i] = the match that goes to place i (see finish). */
-  private order(passOrder: number[], leftLength: number): Int32Array {
+  /**
+   * order[i] = the match that goes to place i (see finish); `passesInOrder`: every match already
+   * sits among its own pass's places, so the order leaves `pass` as it is.
+   */
+  private order(passOrder: number[], leftLength: number): { order: Int32Array; passesInOrder: boolean } {
     const n = this.n
     const byFirstLeft = new Int32Array(leftLength).fill(-1)
     const leftStarts = this.leftStart
@@ -182,20 +183,17 @@ export class MatchBuilder {
     for (let k = 0; k < n; k++) bucketStart[rank[this.pass[k]] + 1]++
     for (let r = 0; r < passOrder.length; r++) bucketStart[r + 1] += bucketStart[r]
     // each match's place will be within its pass's bucket: is it there already?
-    this.passesInOrder = true
-    for (let k = 0; k < n; k++) {
+    let passesInOrder = true
+    for (let k = 0; k < n && passesInOrder; k++) {
       const r = rank[this.pass[k]]
-      if (k < bucketStart[r] || k >= bucketStart[r + 1]) {
-        this.passesInOrder = false
-        break
-      }
+      passesInOrder = k >= bucketStart[r] && k < bucketStart[r + 1]
     }
     const order = new Int32Array(n)
     for (let row = 0; row < leftLength; row++) {
       const k = byFirstLeft[row]
       if (k >= 0) order[bucketStart[rank[this.pass[k]]]++] = k
     }
-    return order
+    return { order, passesInOrder }
   }
 
   /**
@@ -208,8 +206,10 @@ export class MatchBuilder {
    * left alone: `pass` when the passes emitted their matches one after the other (as they run; a
    * match then stays among its pass's places), `ambiguous` when it is all zeros.
    */
-  private gatherInOrder(order: Int32Array): MatchSet {
+  private gatherInOrder(order: Int32Array, passesInOrder: boolean): MatchSet {
     const n = this.n
+    // one loop per array type (as in partition.ts): a loop that met several typed-array classes
+    // would go megamorphic
     let spareF64: Float64Array = new Float64Array(n)
     const f64 = (src: Float64Array): Float64Array => {
       const out = spareF64
@@ -237,7 +237,7 @@ export class MatchBuilder {
       daysDelta: f64(this.days),
       leftRows: i32(this.leftRows),
       rightRows: i32(this.rightRows),
-      pass: this.passesInOrder ? this.pass.subarray(0, n) : i32(this.pass),
+      pass: passesInOrder ? this.pass.subarray(0, n) : i32(this.pass),
       ambiguous: ambiguous.includes(1) ? u8(ambiguous) : ambiguous,
       leftStart: this.leftStart.subarray(0, n + 1),
       rightStart: this.rightStart.subarray(0, n + 1),
