@@ -31,7 +31,8 @@ interface Out {
 // already). On this VM a 4 KiB page fault costs about 12 µs, and the engine's arrays are large and
 // written once. It is measured once more with glibc's defaults. DuckDB runs under both settings
 // and its faster result counts.
-const AS_NPM_START = { ...process.env, GLIBC_TUNABLES: process.env.GLIBC_TUNABLES ?? 'glibc.malloc.hugetlb=1' }
+// `||`, like the start script's ${GLIBC_TUNABLES:-…}: an empty value counts as unset
+const AS_NPM_START = { ...process.env, GLIBC_TUNABLES: process.env.GLIBC_TUNABLES || 'glibc.malloc.hugetlb=1' }
 const GLIBC_DEFAULTS = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'GLIBC_TUNABLES'))
 
 const child = (args: string[], env: NodeJS.ProcessEnv): Out => {
