@@ -2,7 +2,7 @@
 
 import { createReadStream } from 'node:fs'
 import { parse } from 'csv-parse'
-import { loadCsv } from '../src/engine/csv/index.js'
+import { loadCsv } from '../src/engine/load/csv/index.js'
 
 const [engine, file] = process.argv.slice(2)
 const t0 = performance.now()

@@ -3,8 +3,8 @@
 // digests (md5 of the sorted matched pairs and unmatched keys) are computed after the clock stops.
 
 import { createHash } from 'node:crypto'
-import { loadCsv } from '../src/engine/csv/index.js'
-import { recordKeyReader } from '../src/engine/evidence.js'
+import { loadCsv } from '../src/engine/load/csv/index.js'
+import { recordKeyReader } from '../src/engine/explain/evidence.js'
 import { reconcile } from '../src/engine/reconcile.js'
 import type { Recipe } from '../src/recipes/schema.js'
 

@@ -1,6 +1,6 @@
 // CSV file sources: parsed by the streaming byte loader into typed columns, filtered in the engine.
 
-import { loadCsv } from '../src/engine/csv/index.js'
+import { loadCsv } from '../src/engine/load/csv/index.js'
 import { fileConnector } from '../src/sources/files.js'
 import type { ConnectorContext } from '../src/sources/registry.js'
 

@@ -1,6 +1,6 @@
 // JSON file sources (a top-level array or NDJSON): loaded whole, filtered in the engine.
 
-import { loadJson } from '../src/engine/json.js'
+import { loadJson } from '../src/engine/load/json.js'
 import { fileConnector } from '../src/sources/files.js'
 import type { ConnectorContext } from '../src/sources/registry.js'
 

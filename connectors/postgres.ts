@@ -1,5 +1,5 @@
 // PostgreSQL table sources. Filters are pushed down as one parameterized WHERE clause rendered
-// from the engine's resolved conditions (src/engine/filter.ts), with casts that make PostgreSQL
+// from the engine's resolved conditions (src/engine/load/filter.ts), with casts that make PostgreSQL
 // compare exactly what the engine compares. Rows stream through a cursor in batches, as text,
 // straight into typed column builders: never the whole result as JS objects, never lossy numbers.
 
@@ -7,11 +7,11 @@ import type { FastifyBaseLogger } from 'fastify'
 import pg from 'pg'
 import Cursor from 'pg-cursor'
 import { Type } from 'typebox'
-import { columnBuilder, ValueTypeError } from '../src/engine/builder.js'
-import { type ResolvedCondition, resolveConditions } from '../src/engine/filter.js'
-import { nearestNames } from '../src/engine/similarity.js'
-import type { Table } from '../src/engine/table.js'
-import type { ColumnInfo, ColumnType, FilterCondition, NativeQuery } from '../src/engine/types.js'
+import { columnBuilder, ValueTypeError } from '../src/engine/data/builder.js'
+import { type ResolvedCondition, resolveConditions } from '../src/engine/load/filter.js'
+import { nearestNames } from '../src/language/similarity.js'
+import type { Table } from '../src/engine/data/table.js'
+import type { ColumnInfo, ColumnType, FilterCondition, NativeQuery } from '../src/engine/data/types.js'
 import { ConcordError } from '../src/errors.js'
 import type { EngineContext, LoadOptions, ScopedTable, Source, SourceConnector } from '../src/sources/connector.js'
 import type { ConnectorContext } from '../src/sources/registry.js'

@@ -7,9 +7,9 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import fc from 'fast-check'
 import t from 'tap'
-import { classifyText } from '../src/engine/infer.js'
-import { type CsvLoadOptions, loadCsv } from '../src/engine/csv/index.js'
-import { rowsAsJson, type Table } from '../src/engine/table.js'
+import { classifyText } from '../src/engine/load/infer.js'
+import { type CsvLoadOptions, loadCsv } from '../src/engine/load/csv/index.js'
+import { rowsAsJson, type Table } from '../src/engine/data/table.js'
 import { loadCsvReference } from './helpers/csv-reference.js'
 
 const valueArb = fc.oneof(

@@ -4,8 +4,8 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { loadCsv } from '../src/engine/csv/index.js'
-import { rowsAsJson } from '../src/engine/table.js'
+import { loadCsv } from '../src/engine/load/csv/index.js'
+import { rowsAsJson } from '../src/engine/data/table.js'
 import { datasetsDir, datasetsSkip } from './helpers/datasets.js'
 
 function file(t: Test, text: string): string {

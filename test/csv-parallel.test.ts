@@ -7,9 +7,9 @@ import { execFileSync } from 'node:child_process'
 import { renameSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import t, { type Test } from 'tap'
-import { type CsvLoadOptions, loadCsv } from '../src/engine/csv/index.js'
-import type { PartHelper } from '../src/engine/csv/parallel.js'
-import { rowsAsJson } from '../src/engine/table.js'
+import { type CsvLoadOptions, loadCsv } from '../src/engine/load/csv/index.js'
+import type { PartHelper } from '../src/engine/load/csv/parallel.js'
+import { rowsAsJson } from '../src/engine/data/table.js'
 
 function file(t: Test, text: string): string {
   const path = join(t.testdir(), 'f.csv')
@@ -123,11 +123,11 @@ t.test('a worker that fails or cannot start leaves the load on this thread', asy
   }
   const dead = { idle: false, ready: async () => false, run: () => null }
   for (const helper of [failing, dead]) {
-    const { loadCsv: load } = await t.mockImport<typeof import('../src/engine/csv/index.js')>(
-      '../src/engine/csv/index.js',
+    const { loadCsv: load } = await t.mockImport<typeof import('../src/engine/load/csv/index.js')>(
+      '../src/engine/load/csv/index.js',
       {
-        '../src/engine/csv/parallel.js': {
-          ...(await import('../src/engine/csv/parallel.js')),
+        '../src/engine/load/csv/parallel.js': {
+          ...(await import('../src/engine/load/csv/parallel.js')),
           partHelper: () => helper as unknown as PartHelper,
         },
       },
@@ -144,7 +144,7 @@ t.test('a file replaced during the load is read whole from the handle this threa
   const original = `id,v\n${Array.from({ length: 100 }, (_, i) => `${i},a${i}`).join('\n')}\n`
   writeFileSync(path, original)
   writeFileSync(join(dir, 'new.csv'), `id,v\n${Array.from({ length: 100 }, (_, i) => `${i},b${i}`).join('\n')}\n`)
-  const parallel = await import('../src/engine/csv/parallel.js')
+  const parallel = await import('../src/engine/load/csv/parallel.js')
   const real = parallel.partHelper()
   // the real worker, asked to start only once another file has taken the path
   const swapping = {
@@ -157,9 +157,9 @@ t.test('a file replaced during the load is read whole from the handle this threa
     },
     run: (job: Parameters<PartHelper['run']>[0]) => real.run(job),
   }
-  const { loadCsv: load } = await t.mockImport<typeof import('../src/engine/csv/index.js')>(
-    '../src/engine/csv/index.js',
-    { '../src/engine/csv/parallel.js': { ...parallel, partHelper: () => swapping as unknown as PartHelper } },
+  const { loadCsv: load } = await t.mockImport<typeof import('../src/engine/load/csv/index.js')>(
+    '../src/engine/load/csv/index.js',
+    { '../src/engine/load/csv/parallel.js': { ...parallel, partHelper: () => swapping as unknown as PartHelper } },
   )
   const r = await load(path, split(original.length / 2))
   t.equal(r.parts, 1, 'the worker found another file at the path and declined')
@@ -170,7 +170,7 @@ t.test('the worker starts however the service runs TypeScript', async (t) => {
   const dir = t.testdir()
   const csv = join(dir, 'f.csv')
   writeFileSync(csv, `a,b\n${Array.from({ length: 1000 }, (_, i) => `${i},x${i}`).join('\n')}\n`)
-  const loader = resolve('src/engine/csv/index.ts')
+  const loader = resolve('src/engine/load/csv/index.ts')
   const body = `const r = await loadCsv(process.argv[2], { parallel: { minBytes: 0, splitAt: 4000 } })
 console.log(JSON.stringify({ parts: r.parts, rows: r.rows }))`
   // like bin/concord.js: tsx registered from code

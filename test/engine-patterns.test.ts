@@ -3,11 +3,11 @@
 // the evidence of unmatched records.
 
 import t from 'tap'
-import { generated } from '../src/engine/compile.js'
-import { tableFromRows } from '../src/engine/json.js'
-import { orderPasses, PassGraphError } from '../src/engine/passes.js'
+import { generated } from '../src/engine/plan/compile.js'
+import { tableFromRows } from '../src/engine/load/json.js'
+import { orderPasses, PassGraphError } from '../src/engine/plan/passes.js'
 import { reconcile } from '../src/engine/reconcile.js'
-import type { ColumnInfo } from '../src/engine/types.js'
+import type { ColumnInfo } from '../src/engine/data/types.js'
 import { explainRecipe } from '../src/recipes/explain.js'
 import { evidence, pairs, partitionProblems, recipeOf, runRows } from './helpers/engine.js'
 

@@ -1,8 +1,8 @@
 import t from 'tap'
-import { columnBuilder } from '../src/engine/builder.js'
-import { decimalBound, likePattern, resolveConditions, selectRows } from '../src/engine/filter.js'
-import { rowsAsJson, type Table } from '../src/engine/table.js'
-import type { ColumnInfo, FilterCondition } from '../src/engine/types.js'
+import { columnBuilder } from '../src/engine/data/builder.js'
+import { decimalBound, likePattern, resolveConditions, selectRows } from '../src/engine/load/filter.js'
+import { rowsAsJson, type Table } from '../src/engine/data/table.js'
+import type { ColumnInfo, FilterCondition } from '../src/engine/data/types.js'
 import type { ConcordError } from '../src/errors.js'
 
 const columns: ColumnInfo[] = [

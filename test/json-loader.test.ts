@@ -4,8 +4,8 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { loadJson, quoteLongNumbers } from '../src/engine/json.js'
-import { rowsAsJson } from '../src/engine/table.js'
+import { loadJson, quoteLongNumbers } from '../src/engine/load/json.js'
+import { rowsAsJson } from '../src/engine/data/table.js'
 
 function file(t: Test, name: string, text: string): string {
   const path = join(t.testdir(), name)

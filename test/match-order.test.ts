@@ -6,7 +6,7 @@
 
 import fc from 'fast-check'
 import t from 'tap'
-import { MatchBuilder } from '../src/engine/evidence.js'
+import { MatchBuilder } from '../src/engine/explain/evidence.js'
 
 interface Made {
   pass: number

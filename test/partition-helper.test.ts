@@ -1,4 +1,4 @@
-// The partitioning helper thread (src/engine/partition-helper.ts): a large left side loaded from
+// The partitioning helper thread (src/engine/match/partition-helper.ts): a large left side loaded from
 // CSV (columns in shared memory) is partitioned on the helper while the engine's thread does the
 // right, and the run must be exactly the one-thread run. A helper that cannot do a job answers
 // null and the caller partitions the side itself; sides not in shared memory never go to it.
@@ -7,17 +7,17 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { prng } from '../bench/gen-data.js'
-import { loadCsv } from '../src/engine/csv/index.js'
-import { tableFromRows } from '../src/engine/json.js'
-import { keyHashes } from '../src/engine/keys.js'
-import { partitionBits, partitionSide } from '../src/engine/partition.js'
-import { PARALLEL_MIN_ROWS, partitionHelper } from '../src/engine/partition-helper.js'
-import { planPass } from '../src/engine/plan.js'
-import { ExprCompiler } from '../src/engine/compile.js'
+import { loadCsv } from '../src/engine/load/csv/index.js'
+import { tableFromRows } from '../src/engine/load/json.js'
+import { keyHashes } from '../src/engine/match/keys.js'
+import { partitionBits, partitionSide } from '../src/engine/match/partition.js'
+import { PARALLEL_MIN_ROWS, partitionHelper } from '../src/engine/match/partition-helper.js'
+import { planPass } from '../src/engine/plan/plan.js'
+import { ExprCompiler } from '../src/engine/plan/compile.js'
 import { reconcile, type RunResult } from '../src/engine/reconcile.js'
-import { isShared } from '../src/engine/shared.js'
-import type { Table } from '../src/engine/table.js'
-import { parsePredicate } from '../src/recipes/predicate.js'
+import { isShared } from '../src/engine/data/shared.js'
+import type { Table } from '../src/engine/data/table.js'
+import { parsePredicate } from '../src/language/predicate.js'
 import type { Recipe } from '../src/recipes/schema.js'
 
 const ROWS = PARALLEL_MIN_ROWS + 10_000

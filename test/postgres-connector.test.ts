@@ -3,8 +3,8 @@
 
 import t from 'tap'
 import { postgresConnector } from '../connectors/postgres.js'
-import { rowsAsJson } from '../src/engine/table.js'
-import type { FilterCondition } from '../src/engine/types.js'
+import { rowsAsJson } from '../src/engine/data/table.js'
+import type { FilterCondition } from '../src/engine/data/types.js'
 import { EngineContext } from '../src/sources/connector.js'
 import { testDatabase } from './helpers/pg.js'
 

@@ -5,9 +5,9 @@
 
 import fc from 'fast-check'
 import t from 'tap'
-import { MatchBuilder } from '../src/engine/evidence.js'
-import { formatUnits, sideTotals } from '../src/engine/summary.js'
-import type { Table } from '../src/engine/table.js'
+import { MatchBuilder } from '../src/engine/explain/evidence.js'
+import { formatUnits, sideTotals } from '../src/engine/explain/summary.js'
+import type { Table } from '../src/engine/data/table.js'
 
 const caseArb = fc
   .record({

@@ -2,7 +2,7 @@
 // mean the same in reconciliation (amount/total/paid_amount…), and how close two names are.
 // A workspace glossary's synonym groups extend the built-in ones; they never replace them.
 
-import type { ColumnType } from '../engine/types.js'
+import type { ColumnType } from '../engine/data/types.js'
 import type { GlossaryT } from './schemas.js'
 
 /**

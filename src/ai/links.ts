@@ -3,7 +3,7 @@
 // decimals as exact scaled units, dates and timestamps as UTC days, text compared exactly or after
 // TRIM/UPPER, so what the tools observe on samples is what a recipe will see when it runs.
 
-import { parseDateOrTimestamp, parseDecimal } from '../engine/values.js'
+import { parseDateOrTimestamp, parseDecimal } from '../engine/data/values.js'
 import type { ColumnT, MappingT, RowT } from './schemas.js'
 
 /** How a linked pair of columns is compared. */

@@ -2,7 +2,7 @@
 // scope a source to one. A date column takes the inclusive `between`; a timestamp column takes
 // `gte` the first day and `lt` the day after the last, so the whole last day is in.
 
-import type { ColumnInfo } from '../engine/types.js'
+import type { ColumnInfo } from '../engine/data/types.js'
 import type { FilterT } from './schemas.js'
 
 /** Inclusive, as YYYY-MM-DD. */

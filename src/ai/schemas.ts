@@ -2,7 +2,7 @@
 // they are `l` (left, a) and `r` (right, b).
 
 import { type Static, Type } from 'typebox'
-import { COLUMN_TYPES, type ColumnType, FILTER_OPS, type FilterOp } from '../engine/types.js'
+import { COLUMN_TYPES, type ColumnType, FILTER_OPS, type FilterOp } from '../engine/data/types.js'
 
 // Type.Union over a .map() of literals types as never; Unsafe keeps the same JSON schema and
 // gives TypeScript the literal union.

@@ -1,7 +1,7 @@
 // The service's own tables, one interface each (Kysely style). Migrations in ./migrations create them.
 
 import type { ColumnType, Generated, Insertable, JSONColumnType, Selectable } from 'kysely'
-import type { ColumnInfo } from '../engine/types.js'
+import type { ColumnInfo } from '../engine/data/types.js'
 import type { RunSummary } from '../engine/reconcile.js'
 import type { Recipe } from '../recipes/schema.js'
 import type { JobProgress } from '../runs/job.js'

@@ -2,7 +2,7 @@
 // evidence for every record. Every input record lands in exactly one of matched (a match,
 // possibly flagged ambiguous), unmatched-left or unmatched-right.
 
-import { parsePredicate } from '../recipes/predicate.js'
+import { parsePredicate } from '../language/predicate.js'
 import type { Pattern, Recipe, RecipePass } from '../recipes/schema.js'
 import {
   emptyMatches,
@@ -11,15 +11,15 @@ import {
   type MatchSet,
   type PassInfo,
   type UnmatchedSet,
-} from './evidence.js'
-import type { SearchBounds } from './aggregate.js'
-import { explainUnmatched } from './nearmiss.js'
-import { type ComparedColumns, type PassEvidence, type PreparedPass, preparePass, runPass } from './pass.js'
-import { PARALLEL_MIN_ROWS, partitionHelper } from './partition-helper.js'
-import { orderPasses } from './passes.js'
-import { type PassPlan, planPass } from './plan.js'
-import { amountColumn, type SideTotals, sideTotals } from './summary.js'
-import type { Table } from './table.js'
+} from './explain/evidence.js'
+import type { SearchBounds } from './match/aggregate.js'
+import { explainUnmatched } from './explain/nearmiss.js'
+import { type ComparedColumns, type PassEvidence, type PreparedPass, preparePass, runPass } from './match/pass.js'
+import { PARALLEL_MIN_ROWS, partitionHelper } from './match/partition-helper.js'
+import { orderPasses } from './plan/passes.js'
+import { type PassPlan, planPass } from './plan/plan.js'
+import { amountColumn, type SideTotals, sideTotals } from './explain/summary.js'
+import type { Table } from './data/table.js'
 
 export interface PassReport {
   name: string

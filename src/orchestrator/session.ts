@@ -1,8 +1,8 @@
 // A chat session's state: the fields of the seed's ChatSession, filled by the agent's tools and
 // the user's card responses as the conversation moves through the phases.
 
-import type { JsonRow } from '../engine/table.js'
-import type { ColumnInfo, FilterCondition } from '../engine/types.js'
+import type { JsonRow } from '../engine/data/table.js'
+import type { ColumnInfo, FilterCondition } from '../engine/data/types.js'
 import type { Recipe } from '../recipes/schema.js'
 import type { ValidationReport } from '../recipes/validate.js'
 

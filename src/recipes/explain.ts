@@ -1,14 +1,14 @@
 // `explain`: how each pass of a (valid) recipe will run — its phase in the pass DAG, the hash
 // keys or band it joins on, and the residual conjuncts checked on each candidate pair.
 
-import { scoredPairs } from '../engine/pass.js'
-import { orderPasses } from '../engine/passes.js'
+import { scoredPairs } from '../engine/match/pass.js'
+import { orderPasses } from '../engine/plan/passes.js'
 import { comparedColumns } from '../engine/reconcile.js'
-import { type PassPlan, planPass } from '../engine/plan.js'
-import { parsePredicate } from './predicate.js'
-import { printExpr } from './print.js'
+import { type PassPlan, planPass } from '../engine/plan/plan.js'
+import { parsePredicate } from '../language/predicate.js'
+import { printExpr } from '../language/print.js'
 import type { Pattern, Recipe } from './schema.js'
-import type { Schemas } from './types.js'
+import type { Schemas } from '../language/types.js'
 
 export interface PassExplain {
   name: string

@@ -2,9 +2,9 @@
 // account), each adding a condition to the scope of the side(s) it names. The same recipe then
 // runs every month with different values, and the run records the values it used.
 
-import { resolveConditions } from '../engine/filter.js'
-import type { ColumnInfo, FilterCondition } from '../engine/types.js'
-import { parseDate, parseDecimal, parseTimestamp } from '../engine/values.js'
+import { resolveConditions } from '../engine/load/filter.js'
+import type { ColumnInfo, FilterCondition } from '../engine/data/types.js'
+import { parseDate, parseDecimal, parseTimestamp } from '../engine/data/values.js'
 import { ConcordError } from '../errors.js'
 import type { ParamType, Recipe, RecipeParam } from './schema.js'
 

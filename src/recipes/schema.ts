@@ -106,7 +106,7 @@ export interface RecipePass {
 export interface RecipeSide {
   source: string
   key: string[]
-  scope?: import('../engine/types.js').FilterCondition[]
+  scope?: import('../engine/data/types.js').FilterCondition[]
 }
 export interface RecipeParam {
   name: string

@@ -3,15 +3,15 @@
 // the pass, a code, a message and, for predicate problems, the position in `when`.
 
 import { Value } from 'typebox/value'
-import { resolveConditions } from '../engine/filter.js'
-import { orderPasses, PassGraphError } from '../engine/passes.js'
-import { planPass } from '../engine/plan.js'
-import type { ColumnInfo } from '../engine/types.js'
+import { resolveConditions } from '../engine/load/filter.js'
+import { orderPasses, PassGraphError } from '../engine/plan/passes.js'
+import { planPass } from '../engine/plan/plan.js'
+import type { ColumnInfo } from '../engine/data/types.js'
 import { ConcordError } from '../errors.js'
 import { paramIssues } from './params.js'
-import { type Position, PredicateError, parsePredicate } from './predicate.js'
+import { type Position, PredicateError, parsePredicate } from '../language/predicate.js'
 import { type Recipe, recipeSchemas } from './schema.js'
-import { type Schemas, TypeChecker } from './types.js'
+import { type Schemas, TypeChecker } from '../language/types.js'
 
 export interface ValidationIssue {
   pass: string | null

@@ -4,9 +4,9 @@
 
 import { mkdir } from 'node:fs/promises'
 import { type RunSummary, reconcile } from '../engine/reconcile.js'
-import { resolveConditions, selectRows } from '../engine/filter.js'
-import { describeTable, type Table, takeRows } from '../engine/table.js'
-import type { FilterCondition } from '../engine/types.js'
+import { resolveConditions, selectRows } from '../engine/load/filter.js'
+import { describeTable, type Table, takeRows } from '../engine/data/table.js'
+import type { FilterCondition } from '../engine/data/types.js'
 import type { Recipe } from '../recipes/schema.js'
 import { EngineContext, type Source } from '../sources/connector.js'
 import { type ConnectorContext, loadConnectors } from '../sources/registry.js'

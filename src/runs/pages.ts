@@ -6,8 +6,8 @@ import { createReadStream } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { Readable } from 'node:stream'
 import { type Table as ArrowTable, DataType, type Field, tableFromIPC, type Vector } from 'apache-arrow'
-import { describeUnmatched, type PassInfo } from '../engine/evidence.js'
-import { formatDate, formatDecimal, formatTimestamp } from '../engine/values.js'
+import { describeUnmatched, type PassInfo } from '../engine/explain/evidence.js'
+import { formatDate, formatDecimal, formatTimestamp } from '../engine/data/values.js'
 import { type ResultSet, resultFile } from './results.js'
 
 export type JsonValue = string | number | boolean | null

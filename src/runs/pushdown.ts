@@ -19,11 +19,11 @@ import {
   streamRows,
   unreachable,
 } from '../../connectors/postgres.js'
-import { emptyUnmatched, MatchBuilder, type UnmatchedSet } from '../engine/evidence.js'
-import { resolveConditions } from '../engine/filter.js'
-import { PairList } from '../engine/join.js'
-import { type PreparedPass, assignmentColumns, preparePass, runPass } from '../engine/pass.js'
-import { planPass } from '../engine/plan.js'
+import { emptyUnmatched, MatchBuilder, type UnmatchedSet } from '../engine/explain/evidence.js'
+import { resolveConditions } from '../engine/load/filter.js'
+import { PairList } from '../engine/match/join.js'
+import { type PreparedPass, assignmentColumns, preparePass, runPass } from '../engine/match/pass.js'
+import { planPass } from '../engine/plan/plan.js'
 import {
   assembleResult,
   comparedColumns,
@@ -32,9 +32,9 @@ import {
   type RunProgress,
   type RunResult,
 } from '../engine/reconcile.js'
-import type { Table } from '../engine/table.js'
+import type { Table } from '../engine/data/table.js'
 import { ConcordError } from '../errors.js'
-import { parsePredicate } from '../recipes/predicate.js'
+import { parsePredicate } from '../language/predicate.js'
 import type { Recipe } from '../recipes/schema.js'
 import { pushdownObstacle, SqlCompiler } from '../recipes/sql.js'
 import type { Source } from '../sources/connector.js'

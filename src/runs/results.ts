@@ -14,13 +14,13 @@ import {
   Utf8,
   type Vector,
 } from 'apache-arrow'
-import { arrowColumns, arrowData, stringColumn, stringListVector } from '../engine/arrow.js'
-import type { StringColumn } from '../engine/column.js'
-import { takeColumn } from '../engine/column.js'
-import { type PassInfo, recordKeyReader } from '../engine/evidence.js'
+import { arrowColumns, arrowData, stringColumn, stringListVector } from '../engine/data/arrow.js'
+import type { StringColumn } from '../engine/data/column.js'
+import { takeColumn } from '../engine/data/column.js'
+import { type PassInfo, recordKeyReader } from '../engine/explain/evidence.js'
 import type { RunResult } from '../engine/reconcile.js'
-import { takeRows, type Table } from '../engine/table.js'
-import { formatDecimal, POW10 } from '../engine/values.js'
+import { takeRows, type Table } from '../engine/data/table.js'
+import { formatDecimal, POW10 } from '../engine/data/values.js'
 
 export const RESULT_SETS = ['matches', 'unmatched-left', 'unmatched-right'] as const
 export type ResultSet = (typeof RESULT_SETS)[number]

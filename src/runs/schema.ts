@@ -63,7 +63,7 @@ const PassReport = Type.Object({
   right_matched: Type.Integer(),
   left_amount: Amount,
   right_amount: Amount,
-  // aggregate passes: how often the bounded group search met its limits (src/engine/aggregate.ts)
+  // aggregate passes: how often the bounded group search met its limits (src/engine/match/aggregate.ts)
   search: Type.Optional(
     Type.Object({
       candidates_capped: Type.Integer(),

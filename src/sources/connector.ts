@@ -2,8 +2,8 @@
 // SourceConnector and registers it; nothing else in the service knows about source types.
 
 import type { TSchema } from 'typebox'
-import type { Table } from '../engine/table.js'
-import type { ColumnInfo, FilterCondition, NativeQuery } from '../engine/types.js'
+import type { Table } from '../engine/data/table.js'
+import type { ColumnInfo, FilterCondition, NativeQuery } from '../engine/data/types.js'
 
 /** A registered source as stored: `config` is the connector's own (validated) settings. */
 export interface Source<Config = Record<string, unknown>> {

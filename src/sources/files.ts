@@ -4,9 +4,9 @@
 import { realpath, stat } from 'node:fs/promises'
 import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { Type } from 'typebox'
-import { describeConditions, resolveConditions, selectRows } from '../engine/filter.js'
-import { describeTable, sliceRows, type Table, takeRows } from '../engine/table.js'
-import type { ColumnInfo, FilterCondition } from '../engine/types.js'
+import { describeConditions, resolveConditions, selectRows } from '../engine/load/filter.js'
+import { describeTable, sliceRows, type Table, takeRows } from '../engine/data/table.js'
+import type { ColumnInfo, FilterCondition } from '../engine/data/types.js'
 import { ConcordError } from '../errors.js'
 import type { EngineContext, LoadOptions, ScopedTable, Source, SourceConnector } from './connector.js'
 

@@ -1,7 +1,7 @@
 // Wire schemas of the sources API, shared by routes, the OpenAPI document and the client SDK.
 
 import { Type } from 'typebox'
-import { COLUMN_TYPES, FILTER_OPS } from '../engine/types.js'
+import { COLUMN_TYPES, FILTER_OPS } from '../engine/data/types.js'
 
 export const ErrorReply = Type.Object(
   {

@@ -1,14 +1,14 @@
 // The reference CSV loader for differential tests: csv-parse (the library) for the syntax and
-// the generic per-value builders for the types. Simple and slow; src/engine/csv is checked against it.
+// the generic per-value builders for the types. Simple and slow; src/engine/load/csv is checked against it.
 
 import { createReadStream } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { parse } from 'csv-parse'
 import { ConcordError } from '../../src/errors.js'
-import { columnBuilder, ValueTypeError } from '../../src/engine/builder.js'
-import { classifyText, TypeTracker } from '../../src/engine/infer.js'
-import type { Table } from '../../src/engine/table.js'
-import type { ColumnInfo } from '../../src/engine/types.js'
+import { columnBuilder, ValueTypeError } from '../../src/engine/data/builder.js'
+import { classifyText, TypeTracker } from '../../src/engine/load/infer.js'
+import type { Table } from '../../src/engine/data/table.js'
+import type { ColumnInfo } from '../../src/engine/data/types.js'
 
 export type Delimiter = ',' | ';' | '\t'
 

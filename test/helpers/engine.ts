@@ -6,10 +6,10 @@ import {
   recordKeyReader,
   type UnmatchedRecord,
   unmatchedRecord,
-} from '../../src/engine/evidence.js'
-import { tableFromRows } from '../../src/engine/json.js'
+} from '../../src/engine/explain/evidence.js'
+import { tableFromRows } from '../../src/engine/load/json.js'
 import { type RunResult, reconcile } from '../../src/engine/reconcile.js'
-import type { Table } from '../../src/engine/table.js'
+import type { Table } from '../../src/engine/data/table.js'
 import type { Recipe, RecipePass } from '../../src/recipes/schema.js'
 
 export type Row = Record<string, string | number | boolean | null>

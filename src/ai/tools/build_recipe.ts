@@ -4,7 +4,7 @@ import { type Static, Type } from 'typebox'
 import { FilterConditionSchema } from '../../sources/schemas.js'
 import { type Pattern as RecipePattern, type Recipe, recipeSchemas } from '../../recipes/schema.js'
 import { structuralIssues } from '../../recipes/validate.js'
-import { parsePredicate, PredicateError } from '../../recipes/predicate.js'
+import { parsePredicate, PredicateError } from '../../language/predicate.js'
 import { Filter, Pattern, PrimaryKeys, Rule } from '../schemas.js'
 import type { AiTool } from '../types.js'
 

@@ -2,8 +2,8 @@
 
 import { type Static, Type } from 'typebox'
 import { ConcordError } from '../../errors.js'
-import { parsePredicate, PredicateError } from '../../recipes/predicate.js'
-import { TypeChecker } from '../../recipes/types.js'
+import { parsePredicate, PredicateError } from '../../language/predicate.js'
+import { TypeChecker } from '../../language/types.js'
 import { ColumnFinder } from '../columns.js'
 import { KNOWN_PHRASES, PhraseError, RulePhrases } from '../rule-phrases.js'
 import { Glossary, Mapping, TableSchema } from '../schemas.js'

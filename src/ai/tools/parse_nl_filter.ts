@@ -1,7 +1,7 @@
 // parse_nl_filter: a request in words ("only January 2026 sales") as filter conditions per source.
 
 import { type Static, Type } from 'typebox'
-import { resolveConditions } from '../../engine/filter.js'
+import { resolveConditions } from '../../engine/load/filter.js'
 import { ConcordError } from '../../errors.js'
 import { ColumnFinder, type SourceSide } from '../columns.js'
 import { addDays, describePeriod, monthIndex, monthPeriod, type Period, periodFilters, todayIso } from '../periods.js'

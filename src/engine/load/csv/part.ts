@@ -5,8 +5,8 @@
 // text but a part holds parsed values whose text is gone.
 
 import { type ValueKind, widen } from '../infer.js'
-import { isShared } from '../shared.js'
-import { MAX_DECIMAL_DIGITS } from '../values.js'
+import { isShared } from '../../data/shared.js'
+import { MAX_DECIMAL_DIGITS } from '../../data/values.js'
 
 /** What the join needs to know of each side. */
 export interface PartType {

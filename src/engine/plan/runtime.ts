@@ -1,7 +1,7 @@
 // Null-aware helpers called by compiled predicate code (SQL three-valued logic: NULL is `null`).
 // Kept tiny so V8 inlines them into the generated loops.
 
-import { levenshtein } from './similarity.js'
+import { levenshtein } from '../../language/similarity.js'
 
 type V = number | string | boolean | null
 

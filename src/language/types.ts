@@ -2,8 +2,8 @@
 // recipe runs: unknown columns, comparisons across incompatible types (a date against a number),
 // wrong argument types. The compiler relies on these types (and decimal scales) being known.
 
-import { nearestNames } from '../engine/similarity.js'
-import type { ColumnInfo } from '../engine/types.js'
+import { nearestNames } from './similarity.js'
+import type { ColumnInfo } from '../engine/data/types.js'
 import type { Expr, Position, Side } from './predicate.js'
 
 export type ExprKind =

@@ -10,8 +10,8 @@
 // A column takes the narrowest type all its values fit: integer ⊂ decimal ⊂ float, date ⊂ timestamp;
 // any other mix is string. A decimal column whose integer digits plus scale pass 15 becomes string.
 
-import type { ColumnInfo, ColumnType } from './types.js'
-import { MAX_DECIMAL_DIGITS, MAX_DECIMAL_SCALE, numberText, parseDate, parseTimestamp } from './values.js'
+import type { ColumnInfo, ColumnType } from '../data/types.js'
+import { MAX_DECIMAL_DIGITS, MAX_DECIMAL_SCALE, numberText, parseDate, parseTimestamp } from '../data/values.js'
 
 export type ValueKind = ColumnType | 'null'
 

@@ -3,10 +3,10 @@
 // identical amounts and dates. Deltas are numbers: the amount delta in exact units
 // at the pass's amount scale (left minus right), the date delta in days (right minus left).
 
-import type { Expr } from '../recipes/predicate.js'
-import type { ExprCompiler } from './compile.js'
-import type { PassPlan, SimilarityPair } from './plan.js'
-import { trigramSimilarity } from './runtime.js'
+import type { Expr } from '../../language/predicate.js'
+import type { ExprCompiler } from '../plan/compile.js'
+import type { PassPlan, SimilarityPair } from '../plan/plan.js'
+import { trigramSimilarity } from '../plan/runtime.js'
 
 const DAY_MS = 86_400_000
 const col = (side: 'l' | 'r', name: string): Expr => ({ kind: 'column', side, name, pos: { start: 0, end: 0 } })

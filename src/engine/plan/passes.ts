@@ -1,7 +1,7 @@
 // Passes form a DAG by `after` (default: the pass written before). Depth phases are computed up
 // front; a cycle is reported with its path.
 
-import type { RecipePass } from '../recipes/schema.js'
+import type { RecipePass } from '../../recipes/schema.js'
 
 export interface PassOrder {
   /** Passes grouped by depth: every pass's dependencies are in earlier phases. */

@@ -6,7 +6,7 @@
 // Conjuncts used for the band are also kept as residuals, so the band only prunes and the
 // answer never depends on how candidates were found.
 
-import type { CompareOp, Expr, Side } from '../recipes/predicate.js'
+import type { CompareOp, Expr, Side } from '../../language/predicate.js'
 
 export interface Conjunct {
   /** Position among the pass's conjuncts, as written. */

@@ -5,7 +5,7 @@
 // so their bytes are read once; every other field goes through the full field parser here.
 // It is checked against csv-parse by a property-based differential test (test/csv-fast.test.ts).
 
-import { ConcordError } from '../../errors.js'
+import { ConcordError } from '../../../errors.js'
 
 const QUOTE = 0x22
 const LF = 0x0a

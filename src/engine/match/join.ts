@@ -1,10 +1,10 @@
 // The band join of a pass without equality keys (the hash join is in hashpass.ts), and the
 // compiled conjunct checks both joins use. Only rows listed (still free) take part.
 
-import type { ExprType } from '../recipes/types.js'
-import type { ExprCompiler } from './compile.js'
+import type { ExprType } from '../../language/types.js'
+import type { ExprCompiler } from '../plan/compile.js'
 import type { ConjunctChecks } from './hashpass.js'
-import type { PassPlan } from './plan.js'
+import type { PassPlan } from '../plan/plan.js'
 
 /**
  * Growable list of (left row, right row) pairs. `expected`: the pairs a pass will likely find

@@ -12,13 +12,20 @@
 // - Dates take "YYYY-MM-DD"; timestamps take a date (its midnight UTC) or a timestamp.
 // - `between` is inclusive and not symmetric: [5, 1] matches nothing.
 
-import { ConcordError } from '../errors.js'
-import { type Column, isNull } from './column.js'
-import { nearestNames } from './similarity.js'
-import type { Table } from './table.js'
-import type { ColumnInfo, FilterCondition, FilterOp, FilterScalar } from './types.js'
-import { FILTER_OPS } from './types.js'
-import { formatDate, formatDecimal, formatTimestamp, numberText, parseDate, parseDateOrTimestamp } from './values.js'
+import { ConcordError } from '../../errors.js'
+import { type Column, isNull } from '../data/column.js'
+import { nearestNames } from '../../language/similarity.js'
+import type { Table } from '../data/table.js'
+import type { ColumnInfo, FilterCondition, FilterOp, FilterScalar } from '../data/types.js'
+import { FILTER_OPS } from '../data/types.js'
+import {
+  formatDate,
+  formatDecimal,
+  formatTimestamp,
+  numberText,
+  parseDate,
+  parseDateOrTimestamp,
+} from '../data/values.js'
 
 /** A value converted to its column's type. `text` is its canonical form, used as a SQL parameter. */
 export interface TypedValue {

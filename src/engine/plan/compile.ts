@@ -3,7 +3,7 @@
 // date (days) and timestamp (ms); decimal units at a scale fixed at compile time (so + - and
 // comparisons are integer arithmetic: exact); strings; booleans; null for SQL NULL.
 
-import type { Expr, Side } from '../recipes/predicate.js'
+import type { Expr, Side } from '../../language/predicate.js'
 import {
   type ExprType,
   isNumeric,
@@ -12,11 +12,11 @@ import {
   numericUnion,
   type Schemas,
   TypeChecker,
-} from '../recipes/types.js'
-import { type Column, stringAt } from './column.js'
-import { likePattern } from './filter.js'
+} from '../../language/types.js'
+import { type Column, stringAt } from '../data/column.js'
+import { likePattern } from '../load/filter.js'
 import { runtime } from './runtime.js'
-import type { Table } from './table.js'
+import type { Table } from '../data/table.js'
 import {
   formatDate,
   formatDecimal,
@@ -25,7 +25,7 @@ import {
   parseDate,
   parseDateOrTimestamp,
   parseDecimal,
-} from './values.js'
+} from '../data/values.js'
 
 export interface Compiled {
   code: string

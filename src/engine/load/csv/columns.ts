@@ -8,11 +8,11 @@
 // that value may come later: the column goes on as a "pending" float and throws NeedsString at
 // finish() if no float ever arrives.
 
-import type { Column } from '../column.js'
+import type { Column } from '../../data/column.js'
 import { classifyText, type ValueKind, widen } from '../infer.js'
-import { sharedArray, sharedCopy } from '../shared.js'
-import type { ColumnInfo } from '../types.js'
-import { MAX_DECIMAL_DIGITS, MAX_DECIMAL_SCALE, POW10, parseDateOrTimestamp } from '../values.js'
+import { sharedArray, sharedCopy } from '../../data/shared.js'
+import type { ColumnInfo } from '../../data/types.js'
+import { MAX_DECIMAL_DIGITS, MAX_DECIMAL_SCALE, POW10, parseDateOrTimestamp } from '../../data/values.js'
 import { booleanAt, dateAt, NOT_A_DATE, SPACE, terminator } from './bytes.js'
 import { type ColumnPart, mergedKind } from './part.js'
 import type { FieldSink } from './tokenizer.js'

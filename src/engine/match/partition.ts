@@ -6,9 +6,9 @@
 // rows, keys and payload all sit together in cache. Rows whose key is NULL never join and are
 // left out. Positions in a partitioned side map back to table rows through `rows`.
 
-import type { Column } from './column.js'
+import type { Column } from '../data/column.js'
 import type { SideKeys } from './keys.js'
-import type { Table } from './table.js'
+import type { Table } from '../data/table.js'
 
 export interface PartitionedSide {
   /** The projected columns, rows in partition order. */

@@ -17,13 +17,13 @@
 // it in the background), passes partition on one thread.
 
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads'
-import type { Column } from './column.js'
+import type { Column } from '../data/column.js'
 import type { SideKeys } from './keys.js'
 import type { PartitionedSide } from './partition.js'
 import { BEAT, DONE, type PartitionJob, type PartitionReply, READY } from './partition-job.js'
-import { isShared } from './shared.js'
-import type { Table } from './table.js'
-import { bundleWorkerSource, cachedWorkerSource, workerEntry } from './worker-source.js'
+import { isShared } from '../data/shared.js'
+import type { Table } from '../data/table.js'
+import { bundleWorkerSource, cachedWorkerSource, workerEntry } from '../worker-source.js'
 
 /**
  * Sides shorter than this are partitioned on the engine's thread: below it, copying the side into

@@ -8,8 +8,8 @@
 // (see parallel.ts for why that gives exactly the sequential result).
 
 import { open } from 'node:fs/promises'
-import { ConcordError } from '../../errors.js'
-import type { Table } from '../table.js'
+import { ConcordError } from '../../../errors.js'
+import type { Table } from '../../data/table.js'
 import { CsvColumn, NeedsString } from './columns.js'
 import { type CsvHead, MAX_FIELDS, readHead } from './head.js'
 import { type PartHelper, partHelper, type RunningPart, rowStartAfter } from './parallel.js'

@@ -4,24 +4,24 @@
 // the tables themselves. Either way the compiled code reads one pair of tables (`space`), and
 // matches are emitted in table rows.
 
-import type { Expr, Side } from '../recipes/predicate.js'
-import { parsePredicate } from '../recipes/predicate.js'
-import type { RecipePass } from '../recipes/schema.js'
+import type { Expr, Side } from '../../language/predicate.js'
+import { parsePredicate } from '../../language/predicate.js'
+import type { RecipePass } from '../../recipes/schema.js'
 import { matchGroups, noBounds, type SearchBounds } from './aggregate.js'
 import { assignOneToOne } from './assign.js'
-import { CompileError, ExprCompiler } from './compile.js'
-import type { MatchBuilder } from './evidence.js'
+import { CompileError, ExprCompiler } from '../plan/compile.js'
+import type { MatchBuilder } from '../explain/evidence.js'
 import { type ConjunctChecks, type NearMisses, nearMisses, partitionedJoin } from './hashpass.js'
 import { bandCandidates, conjunctChecks, PairList } from './join.js'
 import { keyEquality, keyHashes } from './keys.js'
 import { type PartitionedSide, partitionBits, partitionSide } from './partition.js'
 import { PARALLEL_MIN_ROWS, partitionHelper } from './partition-helper.js'
-import { type PassPlan, planPass, referencedColumns } from './plan.js'
+import { type PassPlan, planPass, referencedColumns } from '../plan/plan.js'
 import { type PairScorer, type ScoredPairs, scorer as scorerOf } from './score.js'
-import type { Table } from './table.js'
-import type { ColumnInfo } from './types.js'
-import { TypeChecker } from '../recipes/types.js'
-import { POW10 } from './values.js'
+import type { Table } from '../data/table.js'
+import type { ColumnInfo } from '../data/types.js'
+import { TypeChecker } from '../../language/types.js'
+import { POW10 } from '../data/values.js'
 
 /**
  * The amount and date pairs the recipe compares, from its first pass that compares each. A pass

@@ -2,7 +2,7 @@
 // The columns start with these types and widen as later rows require (columns.ts).
 
 import type { FileHandle } from 'node:fs/promises'
-import { ConcordError } from '../../errors.js'
+import { ConcordError } from '../../../errors.js'
 import { classifyText, TypeTracker, type ValueKind } from '../infer.js'
 import { type Delimiter, headerNames, sniffDelimiter } from './sniff.js'
 import { type RowFields, Tokenizer } from './tokenizer.js'

@@ -2,10 +2,10 @@
 // million objects. Records are row numbers into the run's input tables; JSON records in the
 // shape of DESIGN §2 are made on demand, one page at a time.
 
-import type { Pattern } from '../recipes/schema.js'
-import { jsonValue } from './builder.js'
-import type { Table } from './table.js'
-import { formatDecimal } from './values.js'
+import type { Pattern } from '../../recipes/schema.js'
+import { jsonValue } from '../data/builder.js'
+import type { Table } from '../data/table.js'
+import { formatDecimal } from '../data/values.js'
 
 /** Matches in columns. Match k's records are leftRows[leftStart[k] .. leftStart[k+1]) (same for right). */
 export interface MatchSet {

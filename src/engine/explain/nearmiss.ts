@@ -5,12 +5,12 @@
 // group whose sum did not fit. Hash passes record near misses during their join (hashpass.ts);
 // band passes are probed here, for the records still unmatched after the last pass.
 
-import type { Side } from '../recipes/predicate.js'
+import type { Side } from '../../language/predicate.js'
 import type { UnmatchedSet } from './evidence.js'
-import { type NearMisses, nearMisses, nearShare, record } from './hashpass.js'
-import { bandCandidates } from './join.js'
-import type { PassEvidence } from './pass.js'
-import type { Table } from './table.js'
+import { type NearMisses, nearMisses, nearShare, record } from '../match/hashpass.js'
+import { bandCandidates } from '../match/join.js'
+import type { PassEvidence } from '../match/pass.js'
+import type { Table } from '../data/table.js'
 
 export function explainUnmatched(
   side: Side,

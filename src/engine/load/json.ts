@@ -3,10 +3,10 @@
 // number written as a string ("214.16") is a decimal, exactly.
 
 import { readFile } from 'node:fs/promises'
-import { ConcordError } from '../errors.js'
-import { columnBuilder } from './builder.js'
+import { ConcordError } from '../../errors.js'
+import { columnBuilder } from '../data/builder.js'
 import { classifyValue, TypeTracker } from './infer.js'
-import type { Table } from './table.js'
+import type { Table } from '../data/table.js'
 
 type Row = Record<string, unknown>
 

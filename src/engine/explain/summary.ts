@@ -1,8 +1,8 @@
 // Counts and exact amount sums for a run's summary: per side, per pass, matched and unmatched.
 
 import type { MatchSet } from './evidence.js'
-import type { Table } from './table.js'
-import { formatDecimal } from './values.js'
+import type { Table } from '../data/table.js'
+import { formatDecimal } from '../data/values.js'
 
 // Partial sums of units move into a BigInt before they could pass 2^52: totals stay exact for any
 // number of rows.

@@ -2,7 +2,7 @@
 
 import type { SideKeys } from './keys.js'
 import type { PartitionedSide } from './partition.js'
-import type { Table } from './table.js'
+import type { Table } from '../data/table.js'
 
 /** Slots of the shared state array: set once the worker runs; the last job done; a count that moves while it works. */
 export const READY = 0

@@ -5,12 +5,12 @@
 // per row by the compiled expression. Equal keys compare equal exactly as the predicate's `=`
 // does: bytes for strings (the C collation), a common scale for decimals, NULL never equal.
 
-import type { Expr } from '../recipes/predicate.js'
-import type { Column, StringColumn } from './column.js'
-import type { ExprCompiler } from './compile.js'
-import type { KeyPair } from './plan.js'
-import { sharedArray } from './shared.js'
-import type { Table } from './table.js'
+import type { Expr } from '../../language/predicate.js'
+import type { Column, StringColumn } from '../data/column.js'
+import type { ExprCompiler } from '../plan/compile.js'
+import type { KeyPair } from '../plan/plan.js'
+import { sharedArray } from '../data/shared.js'
+import type { Table } from '../data/table.js'
 
 /** One side's keys: a hash per row and which rows have a NULL key part (they never join). */
 export interface SideKeys {

@@ -17,7 +17,7 @@
 import type { FileHandle } from 'node:fs/promises'
 import { Worker } from 'node:worker_threads'
 import type { PartJob, PartResult } from './part.js'
-import { bundleWorkerSource, cachedWorkerSource, workerEntry } from '../worker-source.js'
+import { bundleWorkerSource, cachedWorkerSource, workerEntry } from '../../worker-source.js'
 
 export interface RunningPart {
   /** Offset of the part's first row. */
