@@ -2560,6 +2560,15 @@ export interface components {
              */
             required: boolean;
         };
+        /** @description Another registered source used as a lookup table inside predicates: lookup('name', 'column', key values…) is that column of the row whose key equals the values, or NULL */
+        RecipeLookup: {
+            /** @description a registered source alias; loaded whole when the recipe runs */
+            source: string;
+            /** @description the columns a lookup() call gives values for, in order: lookup('fx', 'rate', l.currency, …) */
+            key: string[];
+            /** @description a date or timestamp column: lookup() takes one more value, and the row is the latest whose as_of is on or before it (an FX rate by date) */
+            as_of?: string;
+        };
         Recipe: {
             /** @description the saved version; set by the service when the recipe is saved */
             version?: number;
@@ -2570,6 +2579,10 @@ export interface components {
             passes: components["schemas"]["RecipePass"][];
             /** @description runtime parameters, e.g. a period */
             params?: components["schemas"]["RecipeParam"][];
+            /** @description lookup tables by name (a fee schedule, FX rates, per-currency tolerances), read with lookup() */
+            lookups?: {
+                [key: string]: components["schemas"]["RecipeLookup"];
+            };
         };
         ValidationIssue: {
             /** @description the pass, or null for the recipe as a whole */
@@ -2647,6 +2660,13 @@ export interface components {
                     date: string | null;
                     similarity: string | null;
                 };
+                /** @description the recipe's lookup tables the pass reads, each indexed once per run */
+                lookups: {
+                    name: string;
+                    source: string;
+                    key: string[];
+                    as_of: string | null;
+                }[];
             }[];
             /** @description the plan as readable text */
             text: string;

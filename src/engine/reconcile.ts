@@ -20,6 +20,7 @@ import { orderPasses } from './plan/passes.js'
 import { type PassPlan, planPass } from './plan/plan.js'
 import { amountColumn, type SideTotals, sideTotals } from './explain/summary.js'
 import type { Table } from './data/table.js'
+import { buildLookups } from './data/lookup.js'
 
 export interface PassReport {
   name: string
@@ -86,6 +87,8 @@ export interface RunOptions {
   signal?: AbortSignal
   /** Use the partitioning helper thread for large sides (default true; partition-helper.ts). */
   parallel?: boolean
+  /** The tables of the recipe's lookups, by lookup name, loaded whole. */
+  lookups?: Record<string, Table>
 }
 
 /** One pass in execution order, with the phase of the DAG it belongs to. */
@@ -184,13 +187,15 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
   const prepared: PreparedPass[] = []
   const evidence: PassEvidence[] = []
   const compared = comparedColumns(recipe, tables)
+  // indexed once for the run; a missing table or a key held by two rows fails the run here
+  const lookups = buildLookups(recipe.lookups, opts.lookups ?? {})
   const t1 = performance.now()
 
   for (const step of scheduler.steps) {
     opts.signal?.throwIfAborted()
     if (!scheduler.begin(step)) continue
     try {
-      const p = preparePass(step.index, step.pass, tables, compared, undefined, parallel)
+      const p = preparePass(step.index, step.pass, tables, compared, undefined, parallel, lookups)
       prepared.push(p)
       const done = runPass(p, leftFree, rightFree, matches)
       scheduler.searched(step, done.search)

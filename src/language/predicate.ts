@@ -57,6 +57,8 @@ export const FUNCTIONS: Record<string, [number, number]> = {
   levenshtein: [2, 2],
   greatest: [2, 8],
   least: [2, 8],
+  // lookup('name', 'column', key values…[, as_of value]): a recipe's lookup table (types.ts checks the count)
+  lookup: [3, 12],
 }
 
 const CASTS: Record<string, CastType> = {

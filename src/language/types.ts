@@ -25,11 +25,27 @@ export interface TypeIssue {
 export interface Schemas {
   l: ColumnInfo[]
   r: ColumnInfo[]
+  /** The recipe's lookup tables by name, for lookup() calls. */
+  lookups?: Record<string, LookupSchema>
+}
+
+/** A lookup table as the checker sees it: its declaration and its source's columns. */
+export interface LookupSchema {
+  source: string
+  key: string[]
+  as_of?: string
+  /** Undefined when the source is unknown (reported once, with the recipe's lookups). */
+  columns?: ColumnInfo[]
 }
 
 const NUMERIC: ReadonlySet<ExprKind> = new Set(['integer', 'decimal', 'float'])
 const TEMPORAL: ReadonlySet<ExprKind> = new Set(['date', 'timestamp'])
 const T = (kind: ExprKind, scale?: number): ExprType => (scale === undefined ? { kind } : { kind, scale })
+
+/** The type of a column's values (decimals keep their scale). */
+export function columnType(col: ColumnInfo): ExprType {
+  return col.type === 'decimal' ? T('decimal', col.scale ?? 0) : T(col.type)
+}
 
 export function isNumeric(t: ExprType): boolean {
   return NUMERIC.has(t.kind)
@@ -83,7 +99,7 @@ export class TypeChecker {
             near.length ? `did you mean ${near.map((n) => `${e.side}.${n}`).join(', ')}?` : undefined,
           )
         }
-        return col.type === 'decimal' ? T('decimal', col.scale ?? 0) : T(col.type)
+        return columnType(col)
       }
       case 'number':
         return numberLiteralType(e.text)
@@ -166,10 +182,7 @@ export class TypeChecker {
   }
 
   comparable(a: ExprType, b: ExprType, pos: Position): void {
-    if (a.kind === 'null' || b.kind === 'null' || a.kind === b.kind) return
-    if (isNumeric(a) && isNumeric(b)) return
-    if (TEMPORAL.has(a.kind) && TEMPORAL.has(b.kind)) return
-    this.issue('type_mismatch', `cannot compare ${a.kind} with ${b.kind}`, pos, hintFor(a, b))
+    if (!compatible(a, b)) this.issue('type_mismatch', `cannot compare ${a.kind} with ${b.kind}`, pos, hintFor(a, b))
   }
 
   private arith(e: Extract<Expr, { kind: 'arith' }>): ExprType {
@@ -265,6 +278,8 @@ export class TypeChecker {
         want(1, isNumeric, 'a number')
         want(2, isNumeric, 'a number')
         return T('boolean')
+      case 'lookup':
+        return this.lookup(e, args)
       case 'coalesce':
       case 'greatest':
       case 'least': {
@@ -281,6 +296,91 @@ export class TypeChecker {
         return this.issue('unknown_function', `unknown function ${e.name}()`, e.pos)
     }
   }
+
+  /**
+   * lookup('name', 'column', key values…[, as_of value]): the column's type. The values are
+   * compared with the key columns as `=` compares (and the last one, with as_of, as `<=`).
+   */
+  private lookup(e: Extract<Expr, { kind: 'call' }>, args: ExprType[]): ExprType {
+    const [nameArg, columnArg] = e.args
+    if (nameArg.kind !== 'string')
+      return this.issue(
+        'invalid_argument',
+        "lookup()'s first argument is the lookup's name, as a literal",
+        nameArg.pos,
+        "e.g. lookup('fx', 'rate', l.currency, l.booking_date)",
+      )
+    if (columnArg.kind !== 'string')
+      return this.issue(
+        'invalid_argument',
+        "lookup()'s second argument is the column to read, as a literal",
+        columnArg.pos,
+        "e.g. lookup('fx', 'rate', l.currency, l.booking_date)",
+      )
+    const name = nameArg.value
+    const declared = this.schemas.lookups ?? {}
+    const def = declared[name]
+    if (!def) {
+      const names = Object.keys(declared)
+      const near = nearestNames(name, names)
+      return this.issue(
+        'unknown_lookup',
+        `the recipe has no lookup table "${name}"`,
+        nameArg.pos,
+        near.length
+          ? `did you mean ${near.map((n) => `'${n}'`).join(', ')}?`
+          : names.length
+            ? `its lookups: ${names.join(', ')}`
+            : `declare it: "lookups": { "${name}": { "source": "…", "key": ["…"] } }`,
+      )
+    }
+    const wanted = [...def.key, ...(def.as_of ? [`${def.as_of} (on or before)`] : [])]
+    const values = e.args.slice(2)
+    if (values.length !== wanted.length)
+      this.issue(
+        'wrong_arguments',
+        `lookup('${name}', …) takes ${wanted.length} value${wanted.length === 1 ? '' : 's'} after the column (${wanted.join(', ')}), not ${values.length}`,
+        e.pos,
+      )
+    if (!def.columns) return T('null')
+    const columns = def.columns
+    const col = columns.find((c) => c.name === columnArg.value)
+    if (!col) {
+      const near = nearestNames(
+        columnArg.value,
+        columns.map((c) => c.name),
+      )
+      return this.issue(
+        'unknown_column',
+        `lookup "${name}" (source "${def.source}") has no column "${columnArg.value}"`,
+        columnArg.pos,
+        near.length ? `did you mean ${near.map((n) => `'${n}'`).join(', ')}?` : undefined,
+      )
+    }
+    values.forEach((value, n) => {
+      const t = args[n + 2]
+      const asOf = n === def.key.length
+      const target = columns.find((c) => c.name === (asOf ? def.as_of : def.key[n]))
+      if (!target || t.kind === 'null') return
+      const ok = asOf ? TEMPORAL.has(t.kind) : compatible(t, columnType(target))
+      if (!ok)
+        this.issue(
+          'type_mismatch',
+          asOf
+            ? `the last value of lookup('${name}', …) is a date or timestamp (rows on or before it by ${target.name}), not a ${t.kind}`
+            : `value ${n + 1} of lookup('${name}', …) is compared with key column ${target.name} (${target.type}), not a ${t.kind}`,
+          value.pos,
+          asOf ? undefined : hintFor(t, columnType(target)),
+        )
+    })
+    return columnType(col)
+  }
+}
+
+function compatible(a: ExprType, b: ExprType): boolean {
+  if (a.kind === 'null' || b.kind === 'null' || a.kind === b.kind) return true
+  if (isNumeric(a) && isNumeric(b)) return true
+  return TEMPORAL.has(a.kind) && TEMPORAL.has(b.kind)
 }
 
 function dayInterval(e: Expr): boolean {

@@ -5,8 +5,9 @@ import { scoredPairs } from '../engine/match/pass.js'
 import { orderPasses } from '../engine/plan/passes.js'
 import { comparedColumns } from '../engine/reconcile.js'
 import { type PassPlan, planPass } from '../engine/plan/plan.js'
-import { parsePredicate } from '../language/predicate.js'
+import { type Expr, parsePredicate } from '../language/predicate.js'
 import { printExpr } from '../language/print.js'
+import { lookupsIn } from './lookups.js'
 import type { Pattern, Recipe } from './schema.js'
 import type { Schemas } from '../language/types.js'
 
@@ -29,6 +30,8 @@ export interface PassExplain {
   residuals: string[]
   aggregate: { sum: string; equals: string; tolerance: string; max_group: number } | null
   scoring: { amount: string | null; date: string | null; similarity: string | null }
+  /** The recipe's lookup tables this pass reads, each indexed once per run. */
+  lookups: { name: string; source: string; key: string[]; as_of: string | null }[]
 }
 
 export interface ExplainReply {
@@ -43,11 +46,8 @@ export function explainRecipe(recipe: Recipe, schemas: Schemas): ExplainReply {
   const shapes = { l: { columns: schemas.l, data: [], length: 0 }, r: { columns: schemas.r, data: [], length: 0 } }
   const compared = comparedColumns(recipe, shapes)
   const passes = recipe.passes.map((pass): PassExplain => {
-    const plan = planPass(
-      parsePredicate(pass.when),
-      pass.when,
-      (side, c) => schemas[side].find((x) => x.name === c)?.type,
-    )
+    const when = parsePredicate(pass.when)
+    const plan = planPass(when, pass.when, (side, c) => schemas[side].find((x) => x.name === c)?.type)
     // what 1:1 assignment ranks candidates by: the pass's own pairs, else the recipe's
     const scored = scoredPairs(plan, compared)
     const similar = scored.similarity
@@ -77,9 +77,23 @@ export function explainRecipe(recipe: Recipe, schemas: Schemas): ExplainReply {
             : `similarity(l.${similar.l}, r.${similar.r})`
           : null,
       },
+      lookups: passLookups(recipe, [when, ...aggregateExprs(pass)]),
     }
   })
   return { passes, text: passes.map(passText).join('\n\n') }
+}
+
+function aggregateExprs(pass: Recipe['passes'][number]): Expr[] {
+  return pass.aggregate ? [parsePredicate(pass.aggregate.sum), parsePredicate(pass.aggregate.equals)] : []
+}
+
+function passLookups(recipe: Recipe, exprs: Expr[]): PassExplain['lookups'] {
+  const names: string[] = []
+  for (const e of exprs) lookupsIn(e, names)
+  return names.flatMap((name) => {
+    const def = recipe.lookups?.[name]
+    return def ? [{ name, source: def.source, key: def.key, as_of: def.as_of ?? null }] : []
+  })
 }
 
 function bandOf(plan: PassPlan): PassExplain['band'] {
@@ -109,6 +123,10 @@ function passText(p: PassExplain): string {
   if (p.aggregate)
     lines.push(
       `  groups: sum(${p.aggregate.sum}) = ${p.aggregate.equals} ± ${p.aggregate.tolerance}, at most ${p.aggregate.max_group} records`,
+    )
+  for (const l of p.lookups)
+    lines.push(
+      `  lookup ${l.name}: ${l.source} by ${l.key.join(', ')}${l.as_of ? `, latest ${l.as_of} on or before` : ''} (hash index, built once per run)`,
     )
   const scoring = [p.scoring.amount, p.scoring.date, p.scoring.similarity].filter(Boolean)
   if (scoring.length) lines.push(`  score from: ${scoring.join('; ')}`)

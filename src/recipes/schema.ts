@@ -42,6 +42,30 @@ export const SideSchema = Type.Object(
   { $id: 'RecipeSide', additionalProperties: false },
 )
 
+export const LOOKUP_NAME = '^[A-Za-z][A-Za-z0-9_]{0,62}$'
+
+export const LookupSchema = Type.Object(
+  {
+    source: Type.String({ description: 'a registered source alias; loaded whole when the recipe runs' }),
+    key: Type.Array(Type.String(), {
+      minItems: 1,
+      description: "the columns a lookup() call gives values for, in order: lookup('fx', 'rate', l.currency, …)",
+    }),
+    as_of: Type.Optional(
+      Type.String({
+        description:
+          'a date or timestamp column: lookup() takes one more value, and the row is the latest whose as_of is on or before it (an FX rate by date)',
+      }),
+    ),
+  },
+  {
+    $id: 'RecipeLookup',
+    additionalProperties: false,
+    description:
+      "Another registered source used as a lookup table inside predicates: lookup('name', 'column', key values…) is that column of the row whose key equals the values, or NULL",
+  },
+)
+
 export const PARAM_TYPES = ['date', 'timestamp', 'string', 'integer', 'decimal', 'boolean'] as const
 export type ParamType = (typeof PARAM_TYPES)[number]
 export const PARAM_OPS = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'like'] as const
@@ -86,6 +110,12 @@ export const RecipeSchema = Type.Object(
     right: Type.Ref('RecipeSide'),
     passes: Type.Array(Type.Ref('RecipePass'), { minItems: 1 }),
     params: Type.Optional(Type.Array(Type.Ref('RecipeParam'), { description: 'runtime parameters, e.g. a period' })),
+    lookups: Type.Optional(
+      Type.Record(Type.String({ pattern: LOOKUP_NAME }), Type.Ref('RecipeLookup'), {
+        additionalProperties: false,
+        description: 'lookup tables by name (a fee schedule, FX rates, per-currency tolerances), read with lookup()',
+      }),
+    ),
   },
   { $id: 'Recipe', additionalProperties: false },
 )
@@ -116,6 +146,11 @@ export interface RecipeParam {
   right?: { column: string; op: (typeof PARAM_OPS)[number] }
   required?: boolean
 }
+export interface RecipeLookup {
+  source: string
+  key: string[]
+  as_of?: string
+}
 export interface Recipe {
   version?: number
   name: string
@@ -124,9 +159,10 @@ export interface Recipe {
   right: RecipeSide
   passes: RecipePass[]
   params?: RecipeParam[]
+  lookups?: Record<string, RecipeLookup>
 }
 
-export const recipeSchemas = [AggregateSchema, PassSchema, SideSchema, ParamSchema, RecipeSchema]
+export const recipeSchemas = [AggregateSchema, PassSchema, SideSchema, ParamSchema, LookupSchema, RecipeSchema]
 export type RecipeStatic = Static<typeof RecipeSchema>
 
 // ---- wire schemas of the recipes API --------------------------------------------------------
@@ -225,6 +261,15 @@ export const ExplainReplySchema = Type.Object(
           date: Nullable(Type.String()),
           similarity: Nullable(Type.String()),
         }),
+        lookups: Type.Array(
+          Type.Object({
+            name: Type.String(),
+            source: Type.String(),
+            key: Type.Array(Type.String()),
+            as_of: Nullable(Type.String()),
+          }),
+          { description: "the recipe's lookup tables the pass reads, each indexed once per run" },
+        ),
       }),
     ),
     text: Type.String({ description: 'the plan as readable text' }),

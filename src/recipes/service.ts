@@ -14,6 +14,7 @@ import { type RunOptions, type RunResult, reconcile } from '../engine/reconcile.
 import type { Table } from '../engine/data/table.js'
 import { EngineContext } from '../sources/connector.js'
 import { type ExplainReply, explainRecipe } from './explain.js'
+import { lookupSchemas } from './lookups.js'
 import type { Recipe } from './schema.js'
 import type { Schemas } from '../language/types.js'
 import { structuralIssues, type ValidationIssue, type ValidationReport, validateRecipe } from './validate.js'
@@ -43,14 +44,14 @@ export class RecipesService {
     private readonly log: FastifyBaseLogger,
   ) {}
 
-  /** The column schemas of the recipe's two sources, or issues naming the sources that do not exist. */
+  /**
+   * The column schemas of the recipe's two sources and of its lookups' sources, or issues naming
+   * the sources that do not exist (the sides' schemas are missing when a side's source is).
+   */
   async schemasOf(ws: string, recipe: Recipe): Promise<{ schemas?: Schemas; issues: ValidationIssue[] }> {
     const known = await this.sources.list(ws)
     const issues: ValidationIssue[] = []
-    const columns = (side: 'left' | 'right') => {
-      const alias = recipe[side].source
-      const source = known.find((s) => s.alias === alias)
-      if (source) return source.columns
+    const unknown = (what: string, alias: string) => {
       const near = nearestNames(
         alias,
         known.map((s) => s.alias),
@@ -58,16 +59,24 @@ export class RecipesService {
       issues.push({
         pass: null,
         code: 'unknown_source',
-        message: `${side} source "${alias}" is not registered`,
+        message: `${what} source "${alias}" is not registered`,
         suggestion: near.length
           ? `did you mean ${near.map((n) => `"${n}"`).join(', ')}?`
           : 'register it with POST /api/sources',
       })
+    }
+    const columns = (side: 'left' | 'right') => {
+      const alias = recipe[side].source
+      const source = known.find((s) => s.alias === alias)
+      if (source) return source.columns
+      unknown(side, alias)
       return undefined
     }
     const l = columns('left')
     const r = columns('right')
-    return l && r ? { schemas: { l, r }, issues } : { issues }
+    const lookups = lookupSchemas(recipe, (alias) => known.find((s) => s.alias === alias)?.columns)
+    for (const [name, def] of Object.entries(lookups)) if (!def.columns) unknown(`lookup "${name}"`, def.source)
+    return l && r ? { schemas: { l, r, lookups }, issues } : { issues }
   }
 
   async validate(ws: string, input: unknown): Promise<ValidationReport> {
@@ -76,7 +85,8 @@ export class RecipesService {
     const recipe = input as Recipe
     const { schemas, issues } = await this.schemasOf(ws, recipe)
     if (!schemas) return report(issues)
-    return validateRecipe(recipe, schemas)
+    const checked = validateRecipe(recipe, schemas)
+    return issues.length ? report([...issues, ...checked.issues]) : checked
   }
 
   /** Validates, or throws `invalid_recipe` (400) carrying every issue. */
@@ -139,7 +149,20 @@ export class RecipesService {
   ): Promise<RunResult> {
     const { recipe } = await this.checked(ws, input)
     const { left, right } = await this.sides(ws, recipe, mode, opts.signal)
-    return reconcile(recipe, left, right, opts)
+    return reconcile(recipe, left, right, { ...opts, lookups: await this.lookupTables(ws, recipe, opts.signal) })
+  }
+
+  /** The tables of the recipe's lookups: each source loaded whole, in either mode (a lookup has no scope). */
+  async lookupTables(ws: string, recipe: Recipe, signal?: AbortSignal): Promise<Record<string, Table>> {
+    const out: Record<string, Table> = {}
+    for (const [name, def] of Object.entries(recipe.lookups ?? {})) {
+      const source = await this.sources.source(ws, def.source)
+      const loaded = await this.sources
+        .connector(source.type)
+        .registerScoped(new EngineContext(), def.source, source, [], { signal })
+      out[name] = loaded.table
+    }
+    return out
   }
 
   async explain(ws: string, input: unknown): Promise<ExplainReply> {

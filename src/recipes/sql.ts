@@ -47,6 +47,7 @@ export function pushdownObstacle(e: Expr): string | null {
     case 'call':
       if (e.name === 'similarity' || e.name === 'levenshtein')
         return `${e.name}() needs an extension (pg_trgm / fuzzystrmatch) the engine does not assume`
+      if (e.name === 'lookup') return "lookup() reads a recipe's lookup table, which only the in-process engine indexes"
       if (e.name === 'regexp_replace')
         return 'regexp_replace() uses a different regular-expression dialect in PostgreSQL'
       for (const a of e.args) {

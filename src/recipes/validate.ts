@@ -8,6 +8,7 @@ import { orderPasses, PassGraphError } from '../engine/plan/passes.js'
 import { planPass } from '../engine/plan/plan.js'
 import type { ColumnInfo } from '../engine/data/types.js'
 import { ConcordError } from '../errors.js'
+import { lookupIssues } from './lookups.js'
 import { paramIssues } from './params.js'
 import { type Position, PredicateError, parsePredicate } from '../language/predicate.js'
 import { type Recipe, recipeSchemas } from './schema.js'
@@ -72,6 +73,7 @@ export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationRepo
   }
 
   for (const i of paramIssues(recipe, schemas)) add({ pass: null, ...i })
+  for (const i of lookupIssues(recipe, schemas)) add({ pass: null, ...i })
 
   try {
     orderPasses(recipe.passes)

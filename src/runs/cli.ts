@@ -11,7 +11,9 @@ import { pipeline } from 'node:stream/promises'
 import type { Config } from '../config.js'
 import { embeddedDir, migrateToLatest, openDatabase, type ServiceDatabase } from '../db/connect.js'
 import type { RunSummary } from '../engine/reconcile.js'
+import type { ColumnInfo } from '../engine/data/types.js'
 import { ConcordError } from '../errors.js'
+import { nearestNames } from '../language/similarity.js'
 import { applyParams } from '../recipes/params.js'
 import type { Recipe } from '../recipes/schema.js'
 import { structuralIssues, validateRecipe } from '../recipes/validate.js'
@@ -25,12 +27,14 @@ import { csvExport } from './pages.js'
 import { RESULT_SETS, resultFile } from './results.js'
 
 export const RECONCILE_USAGE = `usage: concord reconcile --left FILE_OR_ALIAS --right FILE_OR_ALIAS --recipe recipe.json
-                         [--param name=value ...] [--out DIR] [--format csv|arrow] [--json]
-                         [--workspace ID]
+                         [--lookup name=FILE_OR_ALIAS ...] [--param name=value ...]
+                         [--out DIR] [--format csv|arrow] [--json] [--workspace ID]
 
   --left, --right  a CSV or JSON file, or the alias of a registered source
   --workspace      the workspace whose sources the aliases name (default: default)
   --recipe         the recipe (JSON); its left and right sources are bound to --left and --right
+  --lookup         the file or alias for one of the recipe's lookups (repeatable); a lookup not
+                   given reads the registered source its declaration names
   --param          a value for one of the recipe's parameters (repeatable)
   --out DIR        write matches, unmatched-left and unmatched-right files into DIR
   --format         csv (default) or arrow, for --out
@@ -41,6 +45,7 @@ interface Args {
   right: string
   recipe: string
   params: Record<string, string>
+  lookups: Record<string, string>
   out?: string
   format: 'csv' | 'arrow'
   json: boolean
@@ -48,8 +53,9 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Partial<Args> & { params: Record<string, string> } = {
+  const args: Partial<Args> & { params: Record<string, string>; lookups: Record<string, string> } = {
     params: {},
+    lookups: {},
     format: 'csv',
     json: false,
     workspace: 'default',
@@ -76,6 +82,13 @@ function parseArgs(argv: string[]): Args {
         const eq = v.indexOf('=')
         if (eq <= 0) throw usage(`--param takes name=value, not "${v}"`)
         args.params[v.slice(0, eq)] = v.slice(eq + 1)
+        break
+      }
+      case '--lookup': {
+        const v = value()
+        const eq = v.indexOf('=')
+        if (eq <= 0 || eq === v.length - 1) throw usage(`--lookup takes name=FILE_OR_ALIAS, not "${v}"`)
+        args.lookups[v.slice(0, eq)] = v.slice(eq + 1)
         break
       }
       case '--out':
@@ -285,15 +298,17 @@ export async function reconcileCommand(
     }
     const binder = new SourceBinder(config, args.workspace)
     let sources: { left: Source; right: Source }
+    let lookups: Record<string, Source>
     try {
       sources = {
         left: await binder.bind(args.left, recipe.left.source),
         right: await binder.bind(args.right, recipe.right.source),
       }
+      lookups = await bindLookups(recipe, args.lookups, binder)
     } finally {
       await binder.close()
     }
-    await checkRecipe(recipe, sources, connectors)
+    await checkRecipe(recipe, sources, lookups, connectors)
     const tty = io.stderr.isTTY === true && !args.json
     const outDir = args.out ? resolve(args.out) : undefined
     const work = outDir ? await mkdtemp(join(tmpdir(), 'concord-')) : null
@@ -306,6 +321,7 @@ export async function reconcileCommand(
         mode: 'full' as const,
         dryRun: !outDir,
         sources,
+        lookups,
         connectors,
         outDir: work,
       }
@@ -325,9 +341,48 @@ export async function reconcileCommand(
   }
 }
 
+/**
+ * The source of each lookup the recipe declares: --lookup name=FILE_OR_ALIAS, else the registered
+ * source its declaration names. A --lookup the recipe does not declare is a usage error.
+ */
+async function bindLookups(
+  recipe: Recipe,
+  given: Record<string, string>,
+  binder: SourceBinder,
+): Promise<Record<string, Source>> {
+  const declared = recipe.lookups ?? {}
+  for (const name of Object.keys(given)) {
+    if (declared[name]) continue
+    const names = Object.keys(declared)
+    const near = nearestNames(name, names)
+    throw new ConcordError(
+      'unknown_lookup',
+      `--lookup ${name}: the recipe has no lookup "${name}"`,
+      2,
+      near.length ? `did you mean ${near.join(', ')}?` : names.length ? `its lookups: ${names.join(', ')}` : undefined,
+    )
+  }
+  const out: Record<string, Source> = {}
+  for (const [name, def] of Object.entries(declared)) {
+    try {
+      out[name] = await binder.bind(given[name] ?? def.source, def.source)
+    } catch (err) {
+      if (!(err instanceof ConcordError)) throw err
+      throw new ConcordError(
+        err.code,
+        `lookup "${name}": ${err.message}`,
+        err.status,
+        given[name] ? err.suggestion : `give it with --lookup ${name}=FILE, or register "${def.source}" first`,
+      )
+    }
+  }
+  return out
+}
+
 async function checkRecipe(
   recipe: Recipe,
   sources: { left: Source; right: Source },
+  lookups: Record<string, Source>,
   ctx: Omit<ConnectorContext, 'log'>,
 ) {
   const registry = await loadConnectors(ctx)
@@ -336,7 +391,17 @@ async function checkRecipe(
       const connector = registry.get(s.type)
       return connector.describe({ ...s, config: await connector.prepare(s.config) })
     }
-    const report = validateRecipe(recipe, { l: await describe(sources.left), r: await describe(sources.right) })
+    const lookupColumns: Record<string, ColumnInfo[]> = {}
+    for (const [name, source] of Object.entries(lookups)) lookupColumns[name] = await describe(source)
+    // each lookup's columns are those of the source bound to it, whatever its declared alias
+    const schemas = {
+      l: await describe(sources.left),
+      r: await describe(sources.right),
+      lookups: Object.fromEntries(
+        Object.entries(recipe.lookups ?? {}).map(([name, def]) => [name, { ...def, columns: lookupColumns[name] }]),
+      ),
+    }
+    const report = validateRecipe(recipe, schemas)
     if (!report.valid) {
       const lines = report.issues.map(
         (i) => `${i.pass ? `pass ${i.pass}: ` : ''}${i.message}${i.suggestion ? ` (${i.suggestion})` : ''}`,

@@ -9,7 +9,7 @@ import { describeTable, type Table, takeRows } from '../engine/data/table.js'
 import type { FilterCondition } from '../engine/data/types.js'
 import type { Recipe } from '../recipes/schema.js'
 import { EngineContext, type Source } from '../sources/connector.js'
-import { type ConnectorContext, loadConnectors } from '../sources/registry.js'
+import { type ConnectorContext, type ConnectorRegistry, loadConnectors } from '../sources/registry.js'
 import type { PostgresSourceConfig } from '../../connectors/postgres.js'
 import { runPushdown } from './pushdown.js'
 import { writeResults } from './results.js'
@@ -27,6 +27,8 @@ export interface JobSpec {
   dryRun: boolean
   /** The two sources, with their full (unredacted) configs. */
   sources: { left: Source; right: Source }
+  /** The sources of the recipe's lookups, by lookup name: loaded whole, in either mode. */
+  lookups?: Record<string, Source>
   /** sample mode: the scoped tables loaded in the service. */
   sample?: { left: Table; right: Table }
   connectors: Omit<ConnectorContext, 'log'>
@@ -65,38 +67,46 @@ export async function runJob(
   report({})
   if (spec.engine === 'postgres') return pushdown(spec, report)
   let tables: { left: Table; right: Table }
-  if (spec.mode === 'sample') {
-    if (!spec.sample) throw new Error('a sample run needs the loaded scoped tables')
-    // the same scope (and parameters) a full run loads with, applied to the loaded tables
-    tables = {
-      left: inScope(spec.sample.left, spec.recipe.left.scope ?? []),
-      right: inScope(spec.sample.right, spec.recipe.right.scope ?? []),
+  let lookups: Record<string, Table>
+  // opened on first use: a sample run without lookups loads nothing through a connector
+  let registry: Promise<ConnectorRegistry> | undefined
+  try {
+    const load = async (source: Source, scope: FilterCondition[]): Promise<Table> => {
+      registry ??= loadConnectors(spec.connectors)
+      const scoped = await (
+        await registry
+      )
+        .get(source.type)
+        .registerScoped(new EngineContext(), source.alias, source, scope, { signal })
+      return scoped.table
     }
-    report({ rows_loaded: { left: tables.left.length, right: tables.right.length }, percent: 30 })
-  } else {
-    const registry = await loadConnectors(spec.connectors)
-    try {
-      const load = async (side: 'left' | 'right'): Promise<Table> => {
-        const source = spec.sources[side]
-        const scoped = await registry
-          .get(source.type)
-          .registerScoped(new EngineContext(), source.alias, source, spec.recipe[side].scope ?? [], { signal })
-        return scoped.table
+    if (spec.mode === 'sample') {
+      if (!spec.sample) throw new Error('a sample run needs the loaded scoped tables')
+      // the same scope (and parameters) a full run loads with, applied to the loaded tables
+      tables = {
+        left: inScope(spec.sample.left, spec.recipe.left.scope ?? []),
+        right: inScope(spec.sample.right, spec.recipe.right.scope ?? []),
       }
-      const left = await load('left')
+      report({ rows_loaded: { left: tables.left.length, right: tables.right.length }, percent: 30 })
+    } else {
+      const left = await load(spec.sources.left, spec.recipe.left.scope ?? [])
       report({ rows_loaded: { left: left.length, right: null }, percent: 15 })
-      const right = await load('right')
+      const right = await load(spec.sources.right, spec.recipe.right.scope ?? [])
       report({ rows_loaded: { left: left.length, right: right.length }, percent: 30 })
       tables = { left, right }
-    } finally {
-      await registry.close()
     }
+    // a lookup table is read whole, whatever the sides' scopes (an FX rate from before the period counts)
+    lookups = {}
+    for (const [name, source] of Object.entries(spec.lookups ?? {})) lookups[name] = await load(source, [])
+  } finally {
+    await (await registry?.catch(() => undefined))?.close()
   }
   signal?.throwIfAborted()
   report({ phase: 'matching' })
   const result = reconcile(spec.recipe, tables.left, tables.right, {
     version: spec.version ?? undefined,
     signal,
+    lookups,
     onProgress: (p) => report({ pass: p.pass, percent: 30 + Math.round(p.percent * 0.55) }),
   })
   if (spec.outDir && result.summary.status === 'completed') {

@@ -51,6 +51,9 @@ export function pushdownProblem(recipe: Recipe, sources: { left: Source; right: 
   const l = database((sources.left.config as PostgresSourceConfig).connection_string)
   const r = database((sources.right.config as PostgresSourceConfig).connection_string)
   if (l !== r) return 'engine "postgres" needs both tables in one database (same host, port, database and user)'
+  const lookups = Object.keys(recipe.lookups ?? {})
+  if (lookups.length)
+    return `the recipe's lookup tables (${lookups.join(', ')}) are indexed by the in-process engine; engine "postgres" does not read them`
   for (const pass of recipe.passes) {
     const obstacle = pushdownObstacle(parsePredicate(pass.when))
     if (obstacle) return `pass ${pass.name}: ${obstacle}`

@@ -21,6 +21,7 @@ import { ConcordError, notFound } from '../errors.js'
 import { applyParams } from '../recipes/params.js'
 import type { Recipe } from '../recipes/schema.js'
 import type { RecipesService } from '../recipes/service.js'
+import type { Source } from '../sources/connector.js'
 import type { SourcesService } from '../sources/service.js'
 import { initialProgress, type JobProgress, type JobSpec, type RunMode } from './job.js'
 import type { Metrics } from '../metrics.js'
@@ -278,6 +279,7 @@ export class RunsService {
         left: await this.sources.source(ws, row.recipe.left.source),
         right: await this.sources.source(ws, row.recipe.right.source),
       },
+      lookups: await this.lookupSources(ws, row.recipe),
       connectors: {
         dataDir: this.config.dataDir,
         statementTimeoutMs: this.config.sourceStatementTimeoutMs,
@@ -365,6 +367,14 @@ export class RunsService {
       worker.on('message', onMessage).on('error', onError).on('exit', onExit)
       worker.postMessage(spec)
     })
+  }
+
+  /** The sources of the recipe's lookups, by lookup name (one deleted since the run was queued fails it). */
+  private async lookupSources(ws: string, recipe: Recipe): Promise<Record<string, Source>> {
+    const out: Record<string, Source> = {}
+    for (const [name, def] of Object.entries(recipe.lookups ?? {}))
+      out[name] = await this.sources.source(ws, def.source)
+    return out
   }
 
   /** Progress goes to the database at most once a second (and is read live from memory). */

@@ -8,7 +8,7 @@ import {
   unmatchedRecord,
 } from '../../src/engine/explain/evidence.js'
 import { tableFromRows } from '../../src/engine/load/json.js'
-import { type RunResult, reconcile } from '../../src/engine/reconcile.js'
+import { type RunOptions, type RunResult, reconcile } from '../../src/engine/reconcile.js'
 import type { Table } from '../../src/engine/data/table.js'
 import type { Recipe, RecipePass } from '../../src/recipes/schema.js'
 
@@ -21,8 +21,8 @@ export interface Evidence {
   unmatchedRight: UnmatchedRecord[]
 }
 
-export function evidence(recipe: Recipe, left: Table, right: Table): Evidence {
-  const result = reconcile(recipe, left, right)
+export function evidence(recipe: Recipe, left: Table, right: Table, opts?: RunOptions): Evidence {
+  const result = reconcile(recipe, left, right, opts)
   const lk = recordKeyReader(left, recipe.left.key)
   const rk = recordKeyReader(right, recipe.right.key)
   const matches: MatchRecord[] = []

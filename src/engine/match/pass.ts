@@ -20,6 +20,7 @@ import { type PassPlan, planPass, referencedColumns } from '../plan/plan.js'
 import { type PairScorer, type ScoredPairs, scorer as scorerOf } from './score.js'
 import type { Table } from '../data/table.js'
 import type { ColumnInfo } from '../data/types.js'
+import type { LookupSet } from '../data/lookup.js'
 import { TypeChecker } from '../../language/types.js'
 import { POW10 } from '../data/values.js'
 
@@ -120,8 +121,13 @@ export function preparePass(
   external?: { schemas: { l: ColumnInfo[]; r: ColumnInfo[] } },
   /** Partition the left side on the helper thread when it is large enough (partition-helper.ts). */
   parallel = true,
+  /** The run's lookup tables, indexed once for every pass. */
+  lookups?: LookupSet,
 ): PreparedPass {
-  const schemas = external?.schemas ?? { l: tables.l.columns, r: tables.r.columns }
+  const schemas = {
+    ...(external?.schemas ?? { l: tables.l.columns, r: tables.r.columns }),
+    ...(lookups ? { lookups: lookups.schemas } : {}),
+  }
   const expr = parsePredicate(pass.when)
   const checker = new TypeChecker(schemas)
   checker.check(expr)
@@ -135,9 +141,16 @@ export function preparePass(
     : []
   const space: PassSpace =
     plan.keys.length && !external
-      ? partitionedSpace(plan, tables, [...plan.conjuncts.map((c) => c.expr), ...aggregateExprs], scored, parallel)
+      ? partitionedSpace(
+          plan,
+          tables,
+          [...plan.conjuncts.map((c) => c.expr), ...aggregateExprs],
+          scored,
+          parallel,
+          lookups,
+        )
       : { tables, leftRows: null, rightRows: null }
-  const compiler = new ExprCompiler({ l: space.tables.l.columns, r: space.tables.r.columns }, space.tables)
+  const compiler = new ExprCompiler({ l: space.tables.l.columns, r: space.tables.r.columns }, space.tables, lookups)
   const scorer = scorerOf(scored, compiler)
   const aggregate = pass.pattern === '1:1' ? undefined : prepareAggregate(pass, compiler)
   if (space.partitioned) space.partitioned.equal = keyEquality(plan.keys, compiler, space.tables)
@@ -188,8 +201,9 @@ function partitionedSpace(
   exprs: Expr[],
   scored: ScoredPairs,
   parallel: boolean,
+  lookups?: LookupSet,
 ): PassSpace {
-  const hashing = new ExprCompiler({ l: tables.l.columns, r: tables.r.columns }, tables)
+  const hashing = new ExprCompiler({ l: tables.l.columns, r: tables.r.columns }, tables, lookups)
   const hashes = keyHashes(plan.keys, hashing, tables)
   const used = withScoredColumns(referencedColumns(exprs), scored)
   const bits = partitionBits(Math.max(tables.l.length, tables.r.length))

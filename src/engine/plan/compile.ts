@@ -14,6 +14,7 @@ import {
   TypeChecker,
 } from '../../language/types.js'
 import { type Column, stringAt } from '../data/column.js'
+import type { LookupSet } from '../data/lookup.js'
 import { likePattern } from '../load/filter.js'
 import { runtime } from './runtime.js'
 import type { Table } from '../data/table.js'
@@ -123,8 +124,10 @@ export class ExprCompiler {
   constructor(
     schemas: Schemas,
     private readonly tables: { l: Table; r: Table },
+    /** The run's lookup tables, indexed (lookup() calls read through them). */
+    private readonly lookups?: LookupSet,
   ) {
-    this.checker = new TypeChecker(schemas)
+    this.checker = new TypeChecker(lookups ? { ...schemas, lookups: lookups.schemas } : schemas)
   }
 
   typeOf(e: Expr): ExprType {
@@ -398,9 +401,25 @@ export class ExprCompiler {
       case 'greatest':
       case 'least':
         return { code: `H.${e.name}(${e.args.map((_, i) => arg(i, type)).join(', ')})`, type }
+      case 'lookup':
+        return this.lookup(e, type)
       default:
         throw new CompileError(`unknown function ${e.name}()`, e)
     }
+  }
+
+  /** A read through a lookup table's index: the row the values find (-1: none), then its column. */
+  private lookup(e: Extract<Expr, { kind: 'call' }>, type: ExprType): Compiled {
+    const [nameArg, columnArg] = e.args
+    if (nameArg.kind !== 'string' || columnArg.kind !== 'string')
+      throw new CompileError('lookup() names its table and column as literals', e)
+    const table = this.lookups?.get(nameArg.value)
+    if (!table) throw new CompileError(`lookup "${nameArg.value}" is not loaded`, e)
+    const values = e.args.slice(2).map((a) => this.compile(a))
+    const types = values.map((v) => `${v.type.kind}${v.type.scale ?? ''}`).join(',')
+    const probe = this.bind(`lookup:${nameArg.value}(${types})`, () => table.probe(values.map((v) => v.type)))
+    const read = this.bind(`lookup:${nameArg.value}.${columnArg.value}`, () => table.reader(columnArg.value))
+    return { code: `${read}(${probe}(${values.map((v) => v.code).join(', ')}))`, type }
   }
 
   /** Builds `(i, j) => value` (or `(i) =>` / `(j) =>` when the code reads one side only). */
