@@ -2587,7 +2587,7 @@ export interface components {
         ValidationIssue: {
             /** @description the pass, or null for the recipe as a whole */
             pass: string | null;
-            /** @description unknown_column, unknown_source, type_mismatch, unknown_function, syntax_error, no_usable_join, pass_cycle, … */
+            /** @description unknown_column, unknown_source, unknown_lookup, type_mismatch, unknown_function, syntax_error, no_usable_join, pass_cycle, … */
             code: string;
             message: string;
             /** @description character offsets into the pass's "when" */

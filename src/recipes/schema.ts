@@ -177,7 +177,7 @@ export const ValidationIssueSchema = Type.Object(
     pass: Type.Union([Type.String(), Type.Null()], { description: 'the pass, or null for the recipe as a whole' }),
     code: Type.String({
       description:
-        'unknown_column, unknown_source, type_mismatch, unknown_function, syntax_error, no_usable_join, pass_cycle, …',
+        'unknown_column, unknown_source, unknown_lookup, type_mismatch, unknown_function, syntax_error, no_usable_join, pass_cycle, …',
     }),
     message: Type.String(),
     position: Type.Optional(Position),
