@@ -2,6 +2,7 @@
 // recipe runs: unknown columns, comparisons across incompatible types (a date against a number),
 // wrong argument types. The compiler relies on these types (and decimal scales) being known.
 
+import { lookupType } from './lookup-type.js'
 import { nearestNames } from './similarity.js'
 import type { ColumnInfo } from '../engine/data/types.js'
 import type { Expr, Position, Side } from './predicate.js'
@@ -39,7 +40,7 @@ export interface LookupSchema {
 }
 
 const NUMERIC: ReadonlySet<ExprKind> = new Set(['integer', 'decimal', 'float'])
-const TEMPORAL: ReadonlySet<ExprKind> = new Set(['date', 'timestamp'])
+export const TEMPORAL: ReadonlySet<ExprKind> = new Set(['date', 'timestamp'])
 const T = (kind: ExprKind, scale?: number): ExprType => (scale === undefined ? { kind } : { kind, scale })
 
 /** The type of a column's values (decimals keep their scale). */
@@ -279,7 +280,9 @@ export class TypeChecker {
         want(2, isNumeric, 'a number')
         return T('boolean')
       case 'lookup':
-        return this.lookup(e, args)
+        return lookupType(e, args, this.schemas.lookups ?? {}, (code, message, pos, suggestion) =>
+          this.issue(code, message, pos, suggestion),
+        )
       case 'coalesce':
       case 'greatest':
       case 'least': {
@@ -296,88 +299,9 @@ export class TypeChecker {
         return this.issue('unknown_function', `unknown function ${e.name}()`, e.pos)
     }
   }
-
-  /**
-   * lookup('name', 'column', key values…[, as_of value]): the column's type. The values are
-   * compared with the key columns as `=` compares (and the last one, with as_of, as `<=`).
-   */
-  private lookup(e: Extract<Expr, { kind: 'call' }>, args: ExprType[]): ExprType {
-    const [nameArg, columnArg] = e.args
-    if (nameArg.kind !== 'string')
-      return this.issue(
-        'invalid_argument',
-        "lookup()'s first argument is the lookup's name, as a literal",
-        nameArg.pos,
-        "e.g. lookup('fx', 'rate', l.currency, l.booking_date)",
-      )
-    if (columnArg.kind !== 'string')
-      return this.issue(
-        'invalid_argument',
-        "lookup()'s second argument is the column to read, as a literal",
-        columnArg.pos,
-        "e.g. lookup('fx', 'rate', l.currency, l.booking_date)",
-      )
-    const name = nameArg.value
-    const declared = this.schemas.lookups ?? {}
-    const def = declared[name]
-    if (!def) {
-      const names = Object.keys(declared)
-      const near = nearestNames(name, names)
-      return this.issue(
-        'unknown_lookup',
-        `the recipe has no lookup table "${name}"`,
-        nameArg.pos,
-        near.length
-          ? `did you mean ${near.map((n) => `'${n}'`).join(', ')}?`
-          : names.length
-            ? `its lookups: ${names.join(', ')}`
-            : `declare it: "lookups": { "${name}": { "source": "…", "key": ["…"] } }`,
-      )
-    }
-    const wanted = [...def.key, ...(def.as_of ? [`${def.as_of} (on or before)`] : [])]
-    const values = e.args.slice(2)
-    if (values.length !== wanted.length)
-      this.issue(
-        'wrong_arguments',
-        `lookup('${name}', …) takes ${wanted.length} value${wanted.length === 1 ? '' : 's'} after the column (${wanted.join(', ')}), not ${values.length}`,
-        e.pos,
-      )
-    if (!def.columns) return T('null')
-    const columns = def.columns
-    const col = columns.find((c) => c.name === columnArg.value)
-    if (!col) {
-      const near = nearestNames(
-        columnArg.value,
-        columns.map((c) => c.name),
-      )
-      return this.issue(
-        'unknown_column',
-        `lookup "${name}" (source "${def.source}") has no column "${columnArg.value}"`,
-        columnArg.pos,
-        near.length ? `did you mean ${near.map((n) => `'${n}'`).join(', ')}?` : undefined,
-      )
-    }
-    values.forEach((value, n) => {
-      const t = args[n + 2]
-      const asOf = n === def.key.length
-      const target = columns.find((c) => c.name === (asOf ? def.as_of : def.key[n]))
-      if (!target || t.kind === 'null') return
-      const ok = asOf ? TEMPORAL.has(t.kind) : compatible(t, columnType(target))
-      if (!ok)
-        this.issue(
-          'type_mismatch',
-          asOf
-            ? `the last value of lookup('${name}', …) is a date or timestamp (rows on or before it by ${target.name}), not a ${t.kind}`
-            : `value ${n + 1} of lookup('${name}', …) is compared with key column ${target.name} (${target.type}), not a ${t.kind}`,
-          value.pos,
-          asOf ? undefined : hintFor(t, columnType(target)),
-        )
-    })
-    return columnType(col)
-  }
 }
 
-function compatible(a: ExprType, b: ExprType): boolean {
+export function compatible(a: ExprType, b: ExprType): boolean {
   if (a.kind === 'null' || b.kind === 'null' || a.kind === b.kind) return true
   if (isNumeric(a) && isNumeric(b)) return true
   return TEMPORAL.has(a.kind) && TEMPORAL.has(b.kind)
@@ -387,7 +311,7 @@ function dayInterval(e: Expr): boolean {
   return e.kind === 'interval' && e.ms === 0 && Number.isInteger(e.days)
 }
 
-function hintFor(a: ExprType, b: ExprType): string | undefined {
+export function hintFor(a: ExprType, b: ExprType): string | undefined {
   const kinds = [a.kind, b.kind]
   if (kinds.some((k) => TEMPORAL.has(k)) && kinds.some((k) => NUMERIC.has(k))) {
     return "dates compare with dates; to allow a lag write r.date BETWEEN l.date AND l.date + INTERVAL '3 days'"
