@@ -176,8 +176,9 @@ export function prepareText(
     tokenStart[r + 1] = tokenCount
     if (grams && trigramStart && trigrams) {
       trigramsOf(raw, grams, rowGrams)
-      if (gramCount + rowGrams.length > trigrams.length) trigrams = grow32(trigrams, gramCount + rowGrams.length)
-      for (const g of rowGrams) trigrams[gramCount++] = g
+      let into: Int32Array<ArrayBuffer> = trigrams
+      if (gramCount + rowGrams.length > into.length) into = trigrams = grow32(into, gramCount + rowGrams.length)
+      for (const g of rowGrams) into[gramCount++] = g
       trigramStart[r + 1] = gramCount
     }
   }
@@ -224,13 +225,13 @@ function trigramsOf(value: string | null, ids: Map<number | string, number>, out
   out.length = distinct
 }
 
-function grow16(a: Uint16Array, need: number): Uint16Array {
+function grow16(a: Uint16Array<ArrayBuffer>, need: number): Uint16Array<ArrayBuffer> {
   const b = new Uint16Array(Math.max(need, a.length * 2))
   b.set(a)
   return b
 }
 
-function grow32(a: Int32Array, need: number): Int32Array {
+function grow32(a: Int32Array<ArrayBuffer>, need: number): Int32Array<ArrayBuffer> {
   const b = new Int32Array(Math.max(need, a.length * 2))
   b.set(a)
   return b
