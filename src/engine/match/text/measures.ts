@@ -29,10 +29,14 @@ export type TextMeasure = (typeof TEXT_MEASURES)[number]
 /** Jaro–Winkler at or above which two tokens count as the same token spelled differently. */
 export const FUZZY_TOKEN = 0.9
 
+const CACHE_BITS = 16
+
 export class TextMeasures {
   private readonly weight: Float64Array
-  /** Jaro–Winkler of token pairs already compared (the same names recur across pairs). */
-  private readonly fuzzy = new Map<number, number>()
+  private bestY = new Float64Array(16)
+  private readonly cacheA = new Int32Array(1 << CACHE_BITS).fill(-1)
+  private readonly cacheB = new Int32Array(1 << CACHE_BITS).fill(-1)
+  private readonly cacheS = new Float64Array(1 << CACHE_BITS)
 
   constructor(
     readonly left: PreparedText,
@@ -117,50 +121,72 @@ export class TextMeasures {
     return denominator > 0 ? shared / denominator : shared > 0 ? 1 : 0
   }
 
+  /**
+   * Both directions at once: every token pair is compared once, each token keeps its best
+   * partner, and the weighted shares of the two sides are compared.
+   */
   private tokenSet(i: number, j: number): number {
     const l = this.left
     const r = this.right
-    return Math.max(
-      this.fuzzyShare(l.tokens, l.tokenStart[i], l.tokenStart[i + 1], r.tokens, r.tokenStart[j], r.tokenStart[j + 1]),
-      this.fuzzyShare(r.tokens, r.tokenStart[j], r.tokenStart[j + 1], l.tokens, l.tokenStart[i], l.tokenStart[i + 1]),
-    )
-  }
-
-  /** Weighted share of tokens xs[x0, x1) that have a partner among ys[y0, y1). */
-  private fuzzyShare(xs: Int32Array, x0: number, x1: number, ys: Int32Array, y0: number, y1: number): number {
+    const x0 = l.tokenStart[i]
+    const nx = l.tokenStart[i + 1] - x0
+    const y0 = r.tokenStart[j]
+    const ny = r.tokenStart[j + 1] - y0
+    if (this.bestY.length < ny) this.bestY = new Float64Array(ny * 2)
+    const bestY = this.bestY
+    bestY.fill(0, 0, ny)
     const w = this.weight
-    const v = this.vocabulary
-    let total = 0
-    let matched = 0
-    for (let x = x0; x < x1; x++) {
-      const t = xs[x]
-      total += w[t]
+    let totalX = 0
+    let matchedX = 0
+    for (let x = 0; x < nx; x++) {
+      const t = l.tokens[x0 + x]
       let best = 0
-      const tLen = v.tokenLength(t)
-      for (let y = y0; y < y1 && best < 1; y++) {
-        const u = ys[y]
-        if (u === t) best = 1
-        else if (tLen === 1) {
-          if (v.codes[v.start[u]] === v.codes[v.start[t]]) best = 1
-        } else if (v.tokenLength(u) > 1) {
-          const s = this.tokenSimilarity(t, u)
-          if (s >= FUZZY_TOKEN && s > best) best = s
+      for (let y = 0; y < ny; y++) {
+        const u = r.tokens[y0 + y]
+        const s = this.partner(t, u)
+        if (s < 0) {
+          // an initial: it is matched by the name it begins, the name is not matched by it
+          if (this.vocabulary.tokenLength(t) === 1) best = 1
+          else bestY[y] = 1
+        } else {
+          if (s > best) best = s
+          if (s > bestY[y]) bestY[y] = s
         }
       }
-      matched += w[t] * best
+      totalX += w[t]
+      matchedX += w[t] * best
     }
-    return total > 0 ? matched / total : 0
+    let totalY = 0
+    let matchedY = 0
+    for (let y = 0; y < ny; y++) {
+      const u = r.tokens[y0 + y]
+      totalY += w[u]
+      matchedY += w[u] * bestY[y]
+    }
+    return Math.max(totalX > 0 ? matchedX / totalX : 0, totalY > 0 ? matchedY / totalY : 0)
   }
 
-  private tokenSimilarity(t: number, u: number): number {
-    const key = t < u ? t * 67_108_864 + u : u * 67_108_864 + t
-    let s = this.fuzzy.get(key)
-    if (s === undefined) {
-      const v = this.vocabulary
-      s = jaroWinkler(v.codes, v.start[t], v.tokenLength(t), v.codes, v.start[u], v.tokenLength(u))
-      if (this.fuzzy.size > 4_000_000) this.fuzzy.clear()
-      this.fuzzy.set(key, s)
-    }
+  /**
+   * How well tokens t and u partner: 1 when equal, -1 when one is the other's initial (it
+   * partners the name, not the other way round), their Jaro–Winkler when at least FUZZY_TOKEN,
+   * else 0. Jaro–Winkler is cached per token pair in a direct-mapped table: the same names meet
+   * again and again.
+   */
+  private partner(t: number, u: number): number {
+    if (t === u) return 1
+    const v = this.vocabulary
+    const tl = v.start[t + 1] - v.start[t]
+    const ul = v.start[u + 1] - v.start[u]
+    if (tl === 1 || ul === 1) return tl !== ul && v.codes[v.start[t]] === v.codes[v.start[u]] ? -1 : 0
+    const a = t < u ? t : u
+    const b = t < u ? u : t
+    const slot = (Math.imul(a, 0x9e3779b1) ^ Math.imul(b, 0x85ebca6b)) >>> (32 - CACHE_BITS)
+    if (this.cacheA[slot] === a && this.cacheB[slot] === b) return this.cacheS[slot]
+    const jw = jaroWinkler(v.codes, v.start[a], v.start[a + 1] - v.start[a], v.codes, v.start[b], v.start[b + 1] - v.start[b])
+    const s = jw >= FUZZY_TOKEN ? jw : 0
+    this.cacheA[slot] = a
+    this.cacheB[slot] = b
+    this.cacheS[slot] = s
     return s
   }
 
