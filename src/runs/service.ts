@@ -19,7 +19,7 @@ import { resolveConditions } from '../engine/load/filter.js'
 import { describeTable } from '../engine/data/table.js'
 import { ConcordError, notFound } from '../errors.js'
 import { applyParams } from '../recipes/params.js'
-import type { Recipe } from '../recipes/schema.js'
+import { isProbabilistic, type Recipe } from '../recipes/schema.js'
 import type { RecipesService } from '../recipes/service.js'
 import type { SourcesService } from '../sources/service.js'
 import { initialProgress, type JobProgress, type JobSpec, type RunMode } from './job.js'
@@ -36,6 +36,8 @@ export interface StartRun {
   dry_run?: boolean
   params?: Record<string, unknown>
   engine?: 'memory' | 'postgres'
+  /** A completed run whose probabilistic passes' models the same-named passes reuse (no EM). */
+  reuse_model_from?: string
 }
 
 export interface RunView {
@@ -149,6 +151,7 @@ export class RunsService {
     } else {
       recipe = (await this.recipes.checked(ws, body.recipe)).recipe
     }
+    if (body.reuse_model_from !== undefined) recipe = await this.withModels(ws, recipe, body.reuse_model_from)
     const { recipe: applied, used } = applyParams(recipe, body.params ?? {})
     await this.recipes.checked(ws, applied)
     if (mode === 'sample') {
@@ -207,6 +210,37 @@ export class RunsService {
     this.queue.push(id)
     this.pump()
     return this.get(ws, id)
+  }
+
+  /**
+   * The recipe with the models an earlier run learned, for its probabilistic passes that give
+   * none: the run stores them in its summary, so the next run can skip training.
+   */
+  private async withModels(ws: string, recipe: Recipe, runId: string): Promise<Recipe> {
+    const from = await this.get(ws, runId)
+    const learned = new Map(
+      (from.summary?.passes ?? []).flatMap((p) => (p.probabilistic ? [[p.name, p.probabilistic.model] as const] : [])),
+    )
+    if (from.status !== 'completed' || learned.size === 0)
+      throw new ConcordError(
+        'model_not_found',
+        `run ${runId} has no probabilistic model to reuse (status ${from.status})`,
+        400,
+        'name a completed run of a recipe with a probabilistic pass',
+      )
+    const passes = recipe.passes.map((p) => {
+      if (!isProbabilistic(p) || p.model) return p
+      const model = learned.get(p.name)
+      if (!model)
+        throw new ConcordError(
+          'model_not_found',
+          `run ${runId} learned no model for pass "${p.name}" (it has: ${[...learned.keys()].join(', ')})`,
+          400,
+          'reuse a run of the same recipe, or give the pass a "model"',
+        )
+      return { ...p, model }
+    })
+    return { ...recipe, passes }
   }
 
   /** Starts a new run with what an earlier one ran: the same recipe, parameters, mode and engine. */

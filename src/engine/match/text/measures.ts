@@ -182,7 +182,14 @@ export class TextMeasures {
     const b = t < u ? u : t
     const slot = (Math.imul(a, 0x9e3779b1) ^ Math.imul(b, 0x85ebca6b)) >>> (32 - CACHE_BITS)
     if (this.cacheA[slot] === a && this.cacheB[slot] === b) return this.cacheS[slot]
-    const jw = jaroWinkler(v.codes, v.start[a], v.start[a + 1] - v.start[a], v.codes, v.start[b], v.start[b + 1] - v.start[b])
+    const jw = jaroWinkler(
+      v.codes,
+      v.start[a],
+      v.start[a + 1] - v.start[a],
+      v.codes,
+      v.start[b],
+      v.start[b + 1] - v.start[b],
+    )
     const s = jw >= FUZZY_TOKEN ? jw : 0
     this.cacheA[slot] = a
     this.cacheB[slot] = b
