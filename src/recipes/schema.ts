@@ -87,7 +87,9 @@ export const TrainSchema = Type.Object(
     seed: Type.Optional(
       Type.Integer({ minimum: 0, description: 'seed of the random pairs that estimate u (default 1)' }),
     ),
-    max_iterations: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
+    max_iterations: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 100, description: 'expectation–maximisation steps at most (default 25)' }),
+    ),
     sample_pairs: Type.Optional(
       Type.Integer({
         minimum: 1000,
@@ -134,8 +136,7 @@ export const PassSchema = Type.Object(
       Type.Number({
         exclusiveMinimum: 0,
         exclusiveMaximum: 1,
-        default: 0.5,
-        description: 'probabilistic passes: the least match probability a match needs',
+        description: 'probabilistic passes: the least match probability a match needs (default 0.5)',
       }),
     ),
     model: Type.Optional(Type.Ref('RecipeModel')),

@@ -167,9 +167,11 @@ function waterfallReader(table: ArrowTable): (i: number) => MatchWeights | undef
 function waterfallText(w: MatchWeights | undefined): string | null {
   if (!w) return null
   const signed = (x: number) => `${x >= 0 ? '+' : ''}${x}`
-  return [`prior ${signed(w.prior)}`, ...w.comparisons.map((c) => `${c.name} ${c.level} ${signed(c.weight)}`)].join(
-    '; ',
-  )
+  return [
+    `prior ${signed(w.prior)}`,
+    ...w.comparisons.map((c) => `${c.name} ${c.level} ${signed(c.weight)}`),
+    `context ${signed(w.context)}`,
+  ].join('; ')
 }
 
 /** Reads the nearest miss of row i of an unmatched-records file, and says why the record is unmatched. */

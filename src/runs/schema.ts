@@ -174,6 +174,9 @@ const Match = Type.Object({
         prior: Type.Number({ description: 'log2 of the prior odds that two records match' }),
         match_weight: Type.Number({ description: 'prior + the comparisons: probability = 1 / (1 + 2^-match_weight)' }),
         comparisons: Type.Array(Type.Object({ name: Type.String(), level: Type.String(), weight: Type.Number() })),
+        context: Type.Number({
+          description: "what the records' other candidates add under the one-to-one reading (rivals lower it)",
+        }),
       },
       { description: 'probabilistic matches: what each comparison added (the waterfall)' },
     ),

@@ -19,7 +19,7 @@ import { resolveConditions } from '../engine/load/filter.js'
 import { describeTable } from '../engine/data/table.js'
 import { ConcordError, notFound } from '../errors.js'
 import { applyParams } from '../recipes/params.js'
-import { isProbabilistic, type Recipe } from '../recipes/schema.js'
+import { isProbabilistic, type Recipe, type RecipeModel } from '../recipes/schema.js'
 import type { RecipesService } from '../recipes/service.js'
 import type { SourcesService } from '../sources/service.js'
 import { initialProgress, type JobProgress, type JobSpec, type RunMode } from './job.js'
@@ -212,22 +212,28 @@ export class RunsService {
     return this.get(ws, id)
   }
 
+  /** The models a completed run's probabilistic passes used, by pass name (its summary keeps them). */
+  async learnedModels(ws: string, runId: string): Promise<Record<string, RecipeModel>> {
+    const from = await this.get(ws, runId)
+    const learned = Object.fromEntries(
+      (from.summary?.passes ?? []).flatMap((p) => (p.probabilistic ? [[p.name, p.probabilistic.model] as const] : [])),
+    )
+    if (from.status !== 'completed' || Object.keys(learned).length === 0)
+      throw new ConcordError(
+        'model_not_found',
+        `run ${runId} has no probabilistic model (status ${from.status})`,
+        400,
+        'name a completed run of a recipe with a probabilistic pass',
+      )
+    return learned
+  }
+
   /**
    * The recipe with the models an earlier run learned, for its probabilistic passes that give
    * none: the run stores them in its summary, so the next run can skip training.
    */
   private async withModels(ws: string, recipe: Recipe, runId: string): Promise<Recipe> {
-    const from = await this.get(ws, runId)
-    const learned = new Map(
-      (from.summary?.passes ?? []).flatMap((p) => (p.probabilistic ? [[p.name, p.probabilistic.model] as const] : [])),
-    )
-    if (from.status !== 'completed' || learned.size === 0)
-      throw new ConcordError(
-        'model_not_found',
-        `run ${runId} has no probabilistic model to reuse (status ${from.status})`,
-        400,
-        'name a completed run of a recipe with a probabilistic pass',
-      )
+    const learned = new Map(Object.entries(await this.learnedModels(ws, runId)))
     const passes = recipe.passes.map((p) => {
       if (!isProbabilistic(p) || p.model) return p
       const model = learned.get(p.name)

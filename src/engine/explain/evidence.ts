@@ -362,9 +362,14 @@ export interface MatchRecord {
 export interface MatchWeights {
   /** log2 of the prior odds that two records match, where every match weight starts. */
   prior: number
-  /** prior + the comparisons' weights: the match probability is 1 / (1 + 2^-match_weight). */
+  /** prior + comparisons + context: the match probability is 1 / (1 + 2^-match_weight). */
   match_weight: number
   comparisons: { name: string; level: string; weight: number }[]
+  /**
+   * What the two records' other candidates add under the one-to-one reading: positive when
+   * neither has a rival (most records do have a partner), negative when one has a close rival.
+   */
+  context: number
 }
 
 export interface UnmatchedRecord {
@@ -402,7 +407,10 @@ export function matchWeights(
     total += weights[n]
     return { name: c.name, level: c.levels[levels[n]] ?? 'no value', weight: round(weights[n]) }
   })
-  return { prior: round(p.prior), match_weight: round(total), comparisons }
+  // the entry after the comparisons, when there is one, is the one-to-one context
+  const context = weights.length > p.comparisons.length ? weights[p.comparisons.length] : 0
+  total += context
+  return { prior: round(p.prior), match_weight: round(total), comparisons, context: round(context) }
 }
 
 /** What an unmatched record's reason adds when its pass's group search was cut short. */

@@ -1,17 +1,27 @@
 // The Fellegi–Sunter model of a probabilistic pass and how Concord learns it.
 //
 // Each comparison puts a pair in one of its levels; m[l] is how often true matches fall in level
-// l, u[l] how often non-matches do. A pair's match weight is log2(λ / (1 - λ)) plus, per
-// comparison, log2(m / u) of its level (a missing value adds nothing), and its match probability
-// is 1 / (1 + 2^-weight). λ is the probability that two records taken at random match.
+// l, u[l] how often non-matches do. A pair's evidence is, per comparison, log2(m / u) of its level
+// (a missing value adds nothing): its Bayes factor is 2^evidence. λ is the probability that two
+// records taken at random match, so log2(λ / (1 - λ)) is where every match weight starts.
+//
+// The match probability takes the one-to-one constraint into account (a mean-field reading of
+// Bayesian bipartite matching, Sadinle 2017): a left record has a partner with probability
+// π = λ × (right records), and then it is one of its candidates in proportion to their Bayes
+// factors, so P(j is i's partner) = π·B(i,j) / (n_R·(1 - π) + π·Σ_j' B(i,j')); the same from the
+// right record's side, and the pair's probability is the smaller of the two. A lone candidate
+// whose records have no rival scores higher than its weight alone says (most records do have a
+// partner), one with a close rival lower. On the transfers set this lifted recall at probability
+// 0.5 from 0.93 to 0.97 at the same precision (0.999): the pairwise weight alone ignores what the
+// other candidates of both records show. The difference is the waterfall's "context".
 //
 // Learning, unsupervised and seeded:
 // - u from random pairs of the free records (all pairs when there are few): almost every random
 //   pair is a non-match, so how often random pairs fall in a level is u.
 // - m and λ by expectation–maximisation over the blocked candidate pairs, with the one-to-one
 //   constraint in the expectation step: the pairs taken as matches are those a greedy one-to-one
-//   assignment takes among the pairs more likely matches than not (best weight first, each record
-//   once, confirmed pairs before all). Without the constraint the estimate follows whatever splits
+//   assignment takes among the pairs more likely matches than not (best evidence first, each
+//   record once, confirmed pairs before all). Without the constraint the estimate follows whatever splits
 //   the candidates most — the same payer's other monthly transfers, which agree on name and amount,
 //   were taken as matches (λ five times too large) — and with a union of blocking rules it took
 //   "found by the token rule" for "match". m is re-estimated from the pairs taken (plus one
@@ -107,14 +117,12 @@ export function levelWeights(model: Model): Float64Array[] {
 
 export const priorWeight = (lambda: number) => Math.log2(lambda / (1 - lambda))
 
-export const probability = (weight: number) => 1 / (1 + 2 ** -weight)
-
 /**
- * The match weight of every candidate pair under the model; with `adjust`, the term-frequency
- * adjustment of exact comparisons (an agreement on a value held by few records weighs
- * log2(m / share of records holding it) instead of log2(m / u)).
+ * The evidence of every candidate pair under the model (the comparisons' weights, no prior); with
+ * `adjust`, the term-frequency adjustment of exact comparisons (an agreement on a value held by
+ * few records weighs log2(m / share of records holding it) instead of log2(m / u)).
  */
-export function pairWeights(
+export function pairEvidence(
   model: Model,
   levels: Uint8Array[],
   pairs: PairList,
@@ -122,8 +130,7 @@ export function pairWeights(
   adjust: boolean,
 ): Float64Array {
   const weights = levelWeights(model)
-  const prior = priorWeight(model.lambda)
-  const out = new Float64Array(pairs.length).fill(prior)
+  const out = new Float64Array(pairs.length)
   for (let c = 0; c < levels.length; c++) {
     const lv = levels[c]
     const w = weights[c]
@@ -138,18 +145,64 @@ export function pairWeights(
   return out
 }
 
+/** The free records of each side (how many) and the tables' lengths (row numbers). */
+export interface FreeCounts {
+  left: number
+  right: number
+  leftLength: number
+  rightLength: number
+}
+
 /**
- * Pairs taken one to one, best weight first, among those with a positive weight (more likely
- * matches than not); `anchors` (indices of confirmed pairs) first of all. 1 = taken.
+ * Each candidate's match probability under the one-to-one reading (see the top of this file),
+ * from its evidence and the evidence of every other candidate of its two records.
+ */
+export function matchProbabilities(
+  evidence: Float64Array,
+  pairs: PairList,
+  lambda: number,
+  free: FreeCounts,
+): Float64Array {
+  const piLeft = Math.min(0.999, Math.max(1e-9, lambda * free.right))
+  const piRight = Math.min(0.999, Math.max(1e-9, lambda * free.left))
+  // Bayes factors relative to the largest, so that 2^evidence never overflows
+  let top = 0
+  for (let k = 0; k < evidence.length; k++) if (evidence[k] > top) top = evidence[k]
+  const factor = new Float64Array(evidence.length)
+  const sumLeft = new Float64Array(free.leftLength)
+  const sumRight = new Float64Array(free.rightLength)
+  for (let k = 0; k < evidence.length; k++) {
+    const b = 2 ** (evidence[k] - top)
+    factor[k] = b
+    sumLeft[pairs.left[k]] += b
+    sumRight[pairs.right[k]] += b
+  }
+  const scale = 2 ** -top // n·(1 - π) in the same units as the scaled factors
+  const noneLeft = free.right * (1 - piLeft) * scale
+  const noneRight = free.left * (1 - piRight) * scale
+  const out = new Float64Array(evidence.length)
+  for (let k = 0; k < evidence.length; k++) {
+    const b = factor[k]
+    const fromLeft = (piLeft * b) / (noneLeft + piLeft * sumLeft[pairs.left[k]])
+    const fromRight = (piRight * b) / (noneRight + piRight * sumRight[pairs.right[k]])
+    out[k] = Math.min(fromLeft, fromRight)
+  }
+  return out
+}
+
+/**
+ * Pairs taken one to one, best evidence first, among those more likely matches than not;
+ * `anchors` (indices of confirmed pairs) first of all. 1 = taken.
  */
 function takeOneToOne(
-  weights: Float64Array,
+  evidence: Float64Array,
+  probability: Float64Array,
   pairs: PairList,
   anchors: number[],
   leftLength: number,
   rightLength: number,
 ): Uint8Array {
-  const taken = new Uint8Array(weights.length)
+  const taken = new Uint8Array(evidence.length)
   const leftUsed = new Uint8Array(leftLength)
   const rightUsed = new Uint8Array(rightLength)
   const take = (k: number) => {
@@ -162,10 +215,10 @@ function takeOneToOne(
   }
   for (const k of anchors) take(k)
   let n = 0
-  for (let k = 0; k < weights.length; k++) if (weights[k] > 0) n++
+  for (let k = 0; k < probability.length; k++) if (probability[k] >= 0.5) n++
   const order = new Int32Array(n)
-  for (let k = 0, at = 0; k < weights.length; k++) if (weights[k] > 0) order[at++] = k
-  order.sort((a, b) => weights[b] - weights[a] || a - b)
+  for (let k = 0, at = 0; k < probability.length; k++) if (probability[k] >= 0.5) order[at++] = k
+  order.sort((a, b) => evidence[b] - evidence[a] || a - b)
   for (const k of order) take(k)
   return taken
 }
@@ -188,7 +241,7 @@ export function trainModel(
   levels: Uint8Array[],
   pairs: PairList,
   comparisons: Comparison[],
-  free: { left: number; right: number; leftLength: number; rightLength: number },
+  free: FreeCounts,
   anchors: number[],
   maxIterations: number,
 ): { model: Model; iterations: number; converged: boolean; matches: number } {
@@ -197,8 +250,9 @@ export function trainModel(
   let matches = 0
   const all = Math.max(1, free.left * free.right)
   for (let it = 1; it <= maxIterations; it++) {
-    const weights = pairWeights(model, levels, pairs, comparisons, false)
-    const taken = takeOneToOne(weights, pairs, anchors, free.leftLength, free.rightLength)
+    const evidence = pairEvidence(model, levels, pairs, comparisons, false)
+    const probability = matchProbabilities(evidence, pairs, model.lambda, free)
+    const taken = takeOneToOne(evidence, probability, pairs, anchors, free.leftLength, free.rightLength)
     matches = 0
     for (let k = 0; k < taken.length; k++) matches += taken[k]
     if (previous !== null && sameTaken(previous, taken)) return { model, iterations: it, converged: true, matches }
@@ -219,17 +273,19 @@ function sameTaken(a: Uint8Array, b: Uint8Array): boolean {
   return true
 }
 
-/** The model as a recipe or a run report states it (RecipeModel). */
+/**
+ * The model as a recipe or a run report states it (RecipeModel). Probabilities keep every digit,
+ * so a run given this model reproduces the matches and scores of the run that learned it.
+ */
 export function modelJson(model: Model, comparisons: Comparison[]): RecipeModel {
   const weights = levelWeights(model)
-  const round = (x: number) => Number(x.toPrecision(6))
   return {
-    lambda: round(model.lambda),
+    lambda: model.lambda,
     comparisons: comparisons.map((c, n) => ({
       name: c.name,
       levels: c.labels,
-      m: [...model.m[n]].map(round),
-      u: [...model.u[n]].map(round),
+      m: [...model.m[n]],
+      u: [...model.u[n]],
       weights: [...weights[n]].map((w) => Math.round(w * 1000) / 1000),
     })),
   }

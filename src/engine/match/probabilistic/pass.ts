@@ -26,13 +26,20 @@ import {
   modelFrom,
   modelJson,
   pairLevels,
-  pairWeights,
+  matchProbabilities,
+  pairEvidence,
   priorWeight,
   type Training,
   trainModel,
 } from './model.js'
 
 export const DEFAULT_THRESHOLD = 0.5
+
+/** The level a waterfall's last entry carries: the one-to-one context, not a comparison. */
+export const CONTEXT_LEVEL = 254
+
+/** log2 of the odds of a probability, bounded so that 0 and 1 stay finite. */
+const logit2 = (p: number) => Math.log2(Math.max(p, 1e-300) / Math.max(1 - p, 1e-300))
 const DEFAULT_SAMPLE = 200_000
 const DEFAULT_ITERATIONS = 25
 
@@ -121,8 +128,15 @@ export function runProbabilisticPass(
       matches: trained.matches,
     }
   }
-  const weights = pairWeights(model, levels, pairs, comparisons, true)
-  const minWeight = Math.log2(threshold / (1 - threshold))
+  const evidence = pairEvidence(model, levels, pairs, comparisons, true)
+  const free = {
+    left: leftRows.length,
+    right: rightRows.length,
+    leftLength: tables.l.length,
+    rightLength: tables.r.length,
+  }
+  const probabilities = matchProbabilities(evidence, pairs, model.lambda, free)
+  const prior = priorWeight(model.lambda)
 
   // candidates that qualify, by (left, right) row; every candidate is a near miss of its records
   const near = {
@@ -134,60 +148,57 @@ export function runProbabilisticPass(
     right: new Float64Array(tables.r.length).fill(-Infinity),
   }
   const eligible = new PairList(Math.min(pairs.length, Math.max(leftRows.length, rightRows.length)))
-  const eligibleWeight = new Map<number, number>()
   const eligibleIndex = new Map<number, number>()
   const width = tables.r.length
   for (let k = 0; k < pairs.length; k++) {
     const i = pairs.left[k]
     const j = pairs.right[k]
-    const failed = condition.failed(i, j) | (weights[k] >= minWeight ? 0 : probabilityBit)
+    if (leftFree[i] === 0 || rightFree[j] === 0) continue // a confirmed pair an earlier pass took
+    const failed = condition.failed(i, j) | (probabilities[k] >= threshold ? 0 : probabilityBit)
     if (failed === 0) {
       eligible.push(i, j)
-      eligibleWeight.set(i * width + j, weights[k])
       eligibleIndex.set(i * width + j, k)
     }
-    keepNearest(near.left, best.left, i, j, failed, weights[k], condition.checks)
-    keepNearest(near.right, best.right, j, i, failed, weights[k], condition.checks)
+    keepNearest(near.left, best.left, i, j, failed, evidence[k], condition.checks)
+    keepNearest(near.right, best.right, j, i, failed, evidence[k], condition.checks)
   }
 
   const s = scorer(deltaPairs(comparisons, compared, tables), compiler)
-  const detail = (i: number, j: number) => {
-    const k = eligibleIndex.get(i * width + j)!
+  const at = (i: number, j: number) => eligibleIndex.get(i * width + j)!
+  // the waterfall: each comparison's weight, then the context (what the one-to-one reading adds)
+  const detail = (k: number, i: number) => {
     const lv = levels.map((l) => l[k])
     const w = contributions(model, lv, comparisons, i)
+    lv.push(CONTEXT_LEVEL)
+    w.push(logit2(probabilities[k]) - prior - evidence[k])
     return out.waterfall(lv, w)
   }
-  const probability = (weight: number) => Math.round((1 / (1 + 2 ** -weight)) * 1e6) / 1e6
-  assignOneToOne(
-    eligible.left,
-    eligible.right,
-    eligible.length,
-    (i, j) => eligibleWeight.get(i * width + j)!,
-    leftFree,
-    rightFree,
-    {
-      pair: (i, j, weight) => {
-        leftFree[i] = 0
-        rightFree[j] = 0
-        out.pair(index, i, j, probability(weight), false, s.pairAmountDelta(i, j), s.days(i, j), detail(i, j))
-      },
-      tie: (l, r, weight) => {
-        for (const i of l) leftFree[i] = 0
-        for (const j of r) rightFree[j] = 0
-        const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b)
-        out.group(
-          index,
-          sorted(l),
-          sorted(r),
-          probability(weight),
-          true,
-          s.pairAmountDelta(l[0], r[0]),
-          s.days(l[0], r[0]),
-          detail(l[0], r[0]),
-        )
-      },
+  const score = (k: number) => Math.round(probabilities[k] * 1e6) / 1e6
+  // assignment ranks by evidence: probabilities saturate near 1, the evidence keeps ordering them
+  assignOneToOne(eligible.left, eligible.right, eligible.length, (i, j) => evidence[at(i, j)], leftFree, rightFree, {
+    pair: (i, j) => {
+      const k = at(i, j)
+      leftFree[i] = 0
+      rightFree[j] = 0
+      out.pair(index, i, j, score(k), false, s.pairAmountDelta(i, j), s.days(i, j), detail(k, i))
     },
-  )
+    tie: (l, r) => {
+      for (const i of l) leftFree[i] = 0
+      for (const j of r) rightFree[j] = 0
+      const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b)
+      const k = at(l[0], r[0])
+      out.group(
+        index,
+        sorted(l),
+        sorted(r),
+        score(k),
+        true,
+        s.pairAmountDelta(l[0], r[0]),
+        s.days(l[0], r[0]),
+        detail(k, l[0]),
+      )
+    },
+  })
 
   const identity = (n: number) => Int32Array.from({ length: n }, (_, k) => k)
   return {
