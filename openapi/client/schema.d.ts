@@ -723,10 +723,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** How each pass will run: hash keys or band, residual predicates, phase in the pass DAG */
+        /** How each pass will run: hash keys or band, residual predicates, phase in the pass DAG; for probabilistic passes the blocking rules, comparison levels and weights */
         post: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description show the weights this run's probabilistic passes learned (by pass name) */
+                    run_id?: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -2522,11 +2525,83 @@ export interface components {
             /** @default 5 */
             max_group: number;
         };
+        RecipeComparison: {
+            name: string;
+            /** @description free text compared by similarity levels: an expression of each side, left first, e.g. ["l.memo", "r.memo"] */
+            text?: [
+                string,
+                string
+            ];
+            /** @description values compared for equality (categories, codes): an expression of each side, left first, e.g. ["l.memo", "r.memo"] */
+            exact?: [
+                string,
+                string
+            ];
+            /** @description numbers compared by relative difference |a - b| / max(|a|, |b|): an expression of each side, left first, e.g. ["l.memo", "r.memo"] */
+            relative?: [
+                string,
+                string
+            ];
+            /** @description numbers compared by absolute difference |a - b|, exactly: an expression of each side, left first, e.g. ["l.memo", "r.memo"] */
+            absolute?: [
+                string,
+                string
+            ];
+            /** @description dates or timestamps compared by the lag right minus left, in days: an expression of each side, left first, e.g. ["l.memo", "r.memo"] */
+            days?: [
+                string,
+                string
+            ];
+            /** @description best first. text: "jaro_winkler >= 0.92", "token_set >= 0.8", "exact", …; relative/absolute: the largest difference of each level (0 = equal); days: a largest |lag| or a [from, to] range of lags. Anything else is the last level, "else". */
+            levels?: (string | number | [
+                number,
+                number
+            ])[];
+            /** @description term-frequency adjustment: token measures weigh tokens by rarity, an exact agreement on a rare value weighs more than on a common one (default: true for text, false for exact) */
+            tf?: boolean;
+        };
+        /** @description a trained model (as a run reports it): given, the pass uses it instead of learning one */
+        RecipeModel: {
+            /** @description the probability that two records taken at random match */
+            lambda: number;
+            comparisons: {
+                name: string;
+                /** @description the level labels, "else" last (informative) */
+                levels?: string[];
+                /** @description per level: how often matches fall in it */
+                m: number[];
+                /** @description per level: how often non-matches fall in it */
+                u: number[];
+                /** @description log2(m / u) per level (informative) */
+                weights?: number[];
+            }[];
+        };
+        RecipeTrain: {
+            /** @description seed of the random pairs that estimate u (default 1) */
+            seed?: number;
+            /** @description expectation–maximisation steps at most (default 25) */
+            max_iterations?: number;
+            /** @description random pairs that estimate u (default 200,000) */
+            sample_pairs?: number;
+            /** @description pairs a person confirmed (record keys): they anchor the estimate */
+            confirmed?: {
+                left: string;
+                right: string;
+            }[];
+        };
         RecipePass: {
             name: string;
             pattern: "1:1" | "1:N" | "N:1" | "N:M";
-            /** @description a boolean predicate over l. and r. columns (PostgreSQL syntax subset) */
-            when: string;
+            /** @description a boolean predicate over l. and r. columns (PostgreSQL syntax subset); required unless the pass is probabilistic (compare), where it is an extra condition every match meets */
+            when?: string;
+            /** @description probabilistic passes: blocking rules, each a predicate with an equality, a range or shares_token(l.x, r.y[, cap]); the candidates are the pairs any rule holds for */
+            block?: string[];
+            /** @description makes the pass probabilistic (Fellegi–Sunter): the comparisons whose levels weigh each candidate */
+            compare?: components["schemas"]["RecipeComparison"][];
+            /** @description probabilistic passes: the least match probability a match needs (default 0.5) */
+            threshold?: number;
+            model?: components["schemas"]["RecipeModel"];
+            train?: components["schemas"]["RecipeTrain"];
             /** @description passes that must run first (default: the pass written before) */
             after?: string[];
             aggregate?: components["schemas"]["RecipeAggregate"];
@@ -2635,7 +2710,7 @@ export interface components {
                 /** @description depth in the pass DAG, from 1 */
                 phase: number;
                 after: string[];
-                join: "hash" | "band";
+                join: "hash" | "band" | "probabilistic";
                 hash_keys: {
                     left: string;
                     right: string;
@@ -2667,6 +2742,36 @@ export interface components {
                     key: string[];
                     as_of: string | null;
                 }[];
+                probabilistic?: {
+                    blocking: {
+                        rule: string;
+                        join: "hash" | "band" | "token";
+                    }[];
+                    comparisons: {
+                        name: string;
+                        kind: string;
+                        left: string;
+                        right: string;
+                        levels: string[];
+                        tf: boolean;
+                    }[];
+                    threshold: number;
+                    model: {
+                        source: "recipe" | "run";
+                        lambda: number;
+                        comparisons: {
+                            name: string;
+                            /** @description the level labels, "else" last (informative) */
+                            levels?: string[];
+                            /** @description per level: how often matches fall in it */
+                            m: number[];
+                            /** @description per level: how often non-matches fall in it */
+                            u: number[];
+                            /** @description log2(m / u) per level (informative) */
+                            weights?: number[];
+                        }[];
+                    } | null;
+                };
             }[];
             /** @description the plan as readable text */
             text: string;
@@ -2696,6 +2801,8 @@ export interface components {
              * @default memory
              */
             engine: "memory" | "postgres";
+            /** @description a completed run: its probabilistic passes' learned models are used by the same-named passes (no training) */
+            reuse_model_from?: string;
         };
         RunSummary: {
             recipe: string;
@@ -2738,6 +2845,30 @@ export interface components {
                     candidates_capped: number;
                     visits_exhausted: number;
                     groups_over_max: number;
+                };
+                probabilistic?: {
+                    blocking: {
+                        rule: string;
+                        join: "hash" | "band" | "token";
+                        /** @description candidate pairs this rule added */
+                        pairs: number;
+                        /** @description tokens too common to block on */
+                        capped_tokens?: number;
+                    }[];
+                    candidates: number;
+                    above_threshold: number;
+                    threshold: number;
+                    training: {
+                        /** @description false when the recipe gave the model */
+                        trained: boolean;
+                        iterations: number;
+                        converged: boolean;
+                        /** @description random pairs that estimated u */
+                        u_pairs: number;
+                        /** @description pairs taken as matches in the last expectation step */
+                        matches: number;
+                    };
+                    model: components["schemas"]["RecipeModel"];
                 };
                 ms: number;
             }[];
@@ -2803,6 +2934,20 @@ export interface components {
                     days: number | null;
                 };
                 ambiguous: boolean;
+                /** @description probabilistic matches: what each comparison added (the waterfall) */
+                weights?: {
+                    /** @description log2 of the prior odds that two records match */
+                    prior: number;
+                    /** @description prior + the comparisons: probability = 1 / (1 + 2^-match_weight) */
+                    match_weight: number;
+                    comparisons: {
+                        name: string;
+                        level: string;
+                        weight: number;
+                    }[];
+                    /** @description what the records' other candidates add under the one-to-one reading (rivals lower it) */
+                    context: number;
+                };
             }[];
         };
         UnmatchedPage: {

@@ -3,7 +3,7 @@
 // possibly flagged ambiguous), unmatched-left or unmatched-right.
 
 import { parsePredicate } from '../language/predicate.js'
-import type { Pattern, Recipe, RecipePass } from '../recipes/schema.js'
+import { isProbabilistic, type Pattern, type Recipe, type RecipePass } from '../recipes/schema.js'
 import {
   emptyMatches,
   emptyUnmatched,
@@ -15,6 +15,7 @@ import {
 import type { SearchBounds } from './match/aggregate.js'
 import { explainUnmatched } from './explain/nearmiss.js'
 import { type ComparedColumns, type PassEvidence, type PreparedPass, preparePass, runPass } from './match/pass.js'
+import { type ProbabilisticPass, type ProbabilisticReport, runProbabilisticPass } from './match/probabilistic/pass.js'
 import { PARALLEL_MIN_ROWS, partitionHelper } from './match/partition-helper.js'
 import { orderPasses } from './plan/passes.js'
 import { type PassPlan, planPass } from './plan/plan.js'
@@ -37,6 +38,8 @@ export interface PassReport {
   right_amount: string | null
   /** Aggregate passes (1:N, N:1, N:M): how often the bounded group search met its limits. */
   search?: SearchBounds
+  /** Probabilistic passes: candidates per blocking rule, the training, and the model used. */
+  probabilistic?: ProbabilisticReport
   ms: number
 }
 
@@ -151,6 +154,11 @@ export class PassScheduler {
     if (bounds) this.reports.get(step.pass.name)!.search = bounds
   }
 
+  /** Records what a probabilistic pass found and learned. */
+  weighed(step: PassStep, report: ProbabilisticReport): void {
+    this.reports.get(step.pass.name)!.probabilistic = report
+  }
+
   fail(step: PassStep, err: unknown): void {
     const report = this.reports.get(step.pass.name)!
     report.status = 'failed'
@@ -185,6 +193,7 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
   const rightFree = new Uint8Array(right.length).fill(1)
   const matches = new MatchBuilder(left.length, right.length)
   const prepared: PreparedPass[] = []
+  const probabilistic: ProbabilisticPass[] = []
   const evidence: PassEvidence[] = []
   const compared = comparedColumns(recipe, tables)
   // indexed once for the run; a missing table or a key held by two rows fails the run here
@@ -195,6 +204,26 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
     opts.signal?.throwIfAborted()
     if (!scheduler.begin(step)) continue
     try {
+      if (isProbabilistic(step.pass)) {
+        const keys = { left: recipe.left.key, right: recipe.right.key }
+        const done = runProbabilisticPass(
+          step.index,
+          step.pass,
+          tables,
+          keys,
+          compared,
+          leftFree,
+          rightFree,
+          matches,
+          parallel,
+          lookups,
+        )
+        probabilistic[step.index] = done
+        scheduler.weighed(step, done.report)
+        evidence.push(done.evidence)
+        scheduler.end(step, opts.onProgress)
+        continue
+      }
       const p = preparePass(step.index, step.pass, tables, compared, undefined, parallel, lookups)
       prepared.push(p)
       const done = runPass(p, leftFree, rightFree, matches)
@@ -215,6 +244,7 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
     version: opts.version,
     scheduler,
     prepared,
+    probabilistic,
     matches,
     left,
     right,
@@ -235,6 +265,8 @@ export function assembleResult(run: {
   version?: number
   scheduler: PassScheduler
   prepared: PreparedPass[]
+  /** Probabilistic passes that ran, by index in the recipe. */
+  probabilistic?: ProbabilisticPass[]
   matches: MatchBuilder
   left: Table
   right: Table
@@ -257,6 +289,7 @@ export function assembleResult(run: {
       pass,
       run.prepared.find((p) => p.index === n),
       passes[n].search,
+      run.probabilistic?.[n],
     ),
   )
   let ambiguous = 0
@@ -315,13 +348,38 @@ export function assembleResult(run: {
 const round = (x: number) => Math.round(x * 1e6) / 1e6
 export const ms = (x: number) => Math.round(x * 10) / 10
 
-function passInfoOf(pass: RecipePass, p: PreparedPass | undefined, search?: SearchBounds): PassInfo {
+function passInfoOf(
+  pass: RecipePass,
+  p: PreparedPass | undefined,
+  search?: SearchBounds,
+  weighed?: ProbabilisticPass,
+): PassInfo {
+  if (isProbabilistic(pass)) {
+    const conjuncts = weighed?.conjuncts ?? [pass.when ?? `match probability >= ${pass.threshold ?? 0.5}`]
+    return {
+      name: pass.name,
+      pattern: pass.pattern,
+      conjuncts,
+      join: (pass.block ?? []).join(' OR '),
+      amountScale: weighed?.amountScale ?? 0,
+      ...(weighed
+        ? {
+            probabilistic: {
+              prior: Math.round(weighed.prior * 1000) / 1000,
+              threshold: weighed.threshold,
+              comparisons: weighed.comparisons.map((c) => ({ name: c.name, levels: c.labels })),
+            },
+          }
+        : {}),
+    }
+  }
   const plan = p?.plan
+  const when = pass.when ?? ''
   return {
     name: pass.name,
     pattern: pass.pattern,
-    conjuncts: plan ? plan.conjuncts.map((c) => c.text) : [pass.when],
-    join: plan ? plan.keys.map((k) => k.text).join(' AND ') || plan.band?.texts.join(' AND ') || '' : pass.when,
+    conjuncts: plan ? plan.conjuncts.map((c) => c.text) : [when],
+    join: plan ? plan.keys.map((k) => k.text).join(' AND ') || plan.band?.texts.join(' AND ') || '' : when,
     amountScale: p ? p.amountScale : 0,
     ...(search ? { search } : {}),
   }
@@ -343,6 +401,8 @@ function referenceKey(
 export function comparedColumns(recipe: Recipe, tables: { l: Table; r: Table }): ComparedColumns {
   const out: ComparedColumns = {}
   for (const pass of recipe.passes) {
+    // a probabilistic pass's `when` is a filter, not what its candidates are scored by
+    if (pass.when === undefined || isProbabilistic(pass)) continue
     try {
       const plan = planPass(
         parsePredicate(pass.when),

@@ -55,6 +55,8 @@ export const FUNCTIONS: Record<string, [number, number]> = {
   tolerance_match: [3, 3],
   similarity: [2, 2],
   levenshtein: [2, 2],
+  jaro_winkler: [2, 2],
+  shares_token: [2, 3],
   greatest: [2, 8],
   least: [2, 8],
   // lookup('name', 'column', key values…[, as_of value]): a recipe's lookup table (types.ts checks the count)

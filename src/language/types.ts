@@ -262,6 +262,22 @@ export class TypeChecker {
         want(0, str, 'a string')
         want(1, str, 'a string')
         return T('integer')
+      case 'jaro_winkler':
+        want(0, str, 'a string')
+        want(1, str, 'a string')
+        return T('float')
+      case 'shares_token': {
+        want(0, str, 'a string')
+        want(1, str, 'a string')
+        const cap = e.args[2]
+        if (cap && (cap.kind !== 'number' || !/^[1-9]\d*$/.test(cap.text)))
+          return this.issue(
+            'invalid_argument',
+            "shares_token's third argument is a whole number: tokens held by more records than that on either side do not block",
+            cap.pos,
+          )
+        return T('boolean')
+      }
       case 'date_trunc': {
         const unit = e.args[0]
         if (unit.kind !== 'string' || !['day', 'week', 'month', 'quarter', 'year'].includes(unit.value.toLowerCase())) {

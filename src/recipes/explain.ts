@@ -8,7 +8,10 @@ import { type PassPlan, planPass } from '../engine/plan/plan.js'
 import { type Expr, parsePredicate } from '../language/predicate.js'
 import { printExpr } from '../language/print.js'
 import { lookupsIn } from './lookups.js'
-import type { Pattern, Recipe } from './schema.js'
+import { conditionOf, isProbabilistic, type Pattern, type Recipe, type RecipeModel, type RecipePass } from './schema.js'
+import { blockingJoin } from '../engine/match/probabilistic/blocking.js'
+import { comparisonKind, comparisonLabels } from '../engine/match/probabilistic/comparisons.js'
+import { DEFAULT_THRESHOLD } from '../engine/match/probabilistic/pass.js'
 import type { Schemas } from '../language/types.js'
 
 export interface PassExplain {
@@ -17,7 +20,7 @@ export interface PassExplain {
   /** Depth in the pass DAG: passes of one phase only depend on earlier phases. */
   phase: number
   after: string[]
-  join: 'hash' | 'band'
+  join: 'hash' | 'band' | 'probabilistic'
   hash_keys: { left: string; right: string }[]
   band: {
     column: string
@@ -32,6 +35,16 @@ export interface PassExplain {
   scoring: { amount: string | null; date: string | null; similarity: string | null }
   /** The recipe's lookup tables this pass reads, each indexed once per run. */
   lookups: { name: string; source: string; key: string[]; as_of: string | null }[]
+  probabilistic?: ProbabilisticExplain
+}
+
+/** A probabilistic pass: how candidates are found and weighed, and the weights when known. */
+export interface ProbabilisticExplain {
+  blocking: { rule: string; join: 'hash' | 'band' | 'token' }[]
+  comparisons: { name: string; kind: string; left: string; right: string; levels: string[]; tf: boolean }[]
+  threshold: number
+  /** The model's weights: the recipe's own, else those the given run learned; null when not known yet. */
+  model: (RecipeModel & { source: 'recipe' | 'run' }) | null
 }
 
 export interface ExplainReply {
@@ -39,23 +52,34 @@ export interface ExplainReply {
   text: string
 }
 
-export function explainRecipe(recipe: Recipe, schemas: Schemas): ExplainReply {
+/** `models`: what an earlier run learned, by pass name (shown for passes the recipe gives no model). */
+export function explainRecipe(
+  recipe: Recipe,
+  schemas: Schemas,
+  models: Record<string, RecipeModel> = {},
+): ExplainReply {
   const order = orderPasses(recipe.passes)
   const phaseOf = new Map<string, number>()
   order.phases.forEach((names, n) => names.forEach((name) => phaseOf.set(name, n + 1)))
   const shapes = { l: { columns: schemas.l, data: [], length: 0 }, r: { columns: schemas.r, data: [], length: 0 } }
   const compared = comparedColumns(recipe, shapes)
+  const types = (side: 'l' | 'r', c: string) => schemas[side].find((x) => x.name === c)?.type
   const passes = recipe.passes.map((pass): PassExplain => {
-    const when = parsePredicate(pass.when)
-    const plan = planPass(when, pass.when, (side, c) => schemas[side].find((x) => x.name === c)?.type)
-    // what 1:1 assignment ranks candidates by: the pass's own pairs, else the recipe's
-    const scored = scoredPairs(plan, compared)
-    const similar = scored.similarity
-    return {
+    const base = {
       name: pass.name,
       pattern: pass.pattern,
       phase: phaseOf.get(pass.name)!,
       after: order.dependencies.get(pass.name)!,
+    }
+    if (isProbabilistic(pass)) return { ...base, ...probabilisticExplain(pass, types, models[pass.name], recipe) }
+    const text = conditionOf(pass)
+    const when = parsePredicate(text)
+    const plan = planPass(when, text, types)
+    // what 1:1 assignment ranks candidates by: the pass's own pairs, else the recipe's
+    const scored = scoredPairs(plan, compared)
+    const similar = scored.similarity
+    return {
+      ...base,
       join: plan.keys.length ? 'hash' : 'band',
       hash_keys: plan.keys.map((k) => ({ left: printExpr(k.left), right: printExpr(k.right) })),
       band: bandOf(plan),
@@ -96,6 +120,64 @@ function passLookups(recipe: Recipe, exprs: Expr[]): PassExplain['lookups'] {
   })
 }
 
+function probabilisticExplain(
+  pass: RecipePass,
+  types: (side: 'l' | 'r', c: string) => string | undefined,
+  learned: RecipeModel | undefined,
+  recipe: Recipe,
+): Omit<PassExplain, 'name' | 'pattern' | 'phase' | 'after'> {
+  const conjuncts = pass.when ? planPass(parsePredicate(pass.when), pass.when, types).conjuncts.map((c) => c.text) : []
+  const model = pass.model
+    ? { ...withWeights(pass.model), source: 'recipe' as const }
+    : learned
+      ? { ...learned, source: 'run' as const }
+      : null
+  return {
+    join: 'probabilistic',
+    hash_keys: [],
+    band: null,
+    residuals: conjuncts,
+    aggregate: null,
+    scoring: { amount: null, date: null, similarity: null },
+    lookups: passLookups(
+      recipe,
+      [
+        ...(pass.when ? [pass.when] : []),
+        ...(pass.block ?? []),
+        ...(pass.compare ?? []).flatMap((c) => c[comparisonKind(c)!] ?? []),
+      ].map((text) => parsePredicate(text)),
+    ),
+    probabilistic: {
+      blocking: (pass.block ?? []).map((rule) => ({ rule, join: blockingJoin(rule, types) ?? 'band' })),
+      comparisons: (pass.compare ?? []).map((c) => {
+        const kind = comparisonKind(c)!
+        const [left, right] = c[kind]!
+        return {
+          name: c.name,
+          kind,
+          left,
+          right,
+          levels: comparisonLabels(c),
+          tf: kind === 'text' ? c.tf !== false : c.tf === true,
+        }
+      }),
+      threshold: pass.threshold ?? DEFAULT_THRESHOLD,
+      model,
+    },
+  }
+}
+
+/** A model with each level's weight, log2(m / u), spelled out. */
+function withWeights(model: RecipeModel): RecipeModel {
+  return {
+    lambda: model.lambda,
+    comparisons: model.comparisons.map((c) => ({
+      ...c,
+      weights: c.m.map((m, l) => Math.round(Math.log2(m / c.u[l]) * 1000) / 1000),
+    })),
+  }
+}
+
 function bandOf(plan: PassPlan): PassExplain['band'] {
   if (plan.keys.length || !plan.band) return null
   const b = plan.band
@@ -113,6 +195,7 @@ function passText(p: PassExplain): string {
   const lines = [
     `pass ${p.name} (${p.pattern}), phase ${p.phase}${p.after.length ? `, after ${p.after.join(', ')}` : ''}`,
   ]
+  if (p.probabilistic) return lines.concat(probabilisticText(p.probabilistic, p.residuals)).join('\n')
   if (p.join === 'hash') lines.push(`  hash join on ${p.hash_keys.map((k) => `${k.left} = ${k.right}`).join(', ')}`)
   else if (p.band) {
     const lo = p.band.lower === null ? '-∞' : `${p.band.lower_inclusive ? '[' : '('}${p.band.lower}`
@@ -132,3 +215,24 @@ function passText(p: PassExplain): string {
   if (scoring.length) lines.push(`  score from: ${scoring.join('; ')}`)
   return lines.join('\n')
 }
+
+function probabilisticText(p: ProbabilisticExplain, conditions: string[]): string[] {
+  const lines = ['  probabilistic (Fellegi–Sunter): candidates are the pairs any blocking rule holds for']
+  p.blocking.forEach((b, n) => lines.push(`  block ${n + 1} (${b.join} join): ${b.rule}`))
+  if (conditions.length) lines.push(`  every match also meets: ${conditions.join(' AND ')}`)
+  for (const c of p.comparisons) {
+    const model = p.model?.comparisons.find((x) => x.name === c.name)
+    const levels = c.levels.map((l, k) => (model?.weights ? `${l} (${signed(model.weights[k])})` : l))
+    lines.push(`  compare ${c.name} (${c.kind}${c.tf ? ', tf' : ''}) ${c.left} ~ ${c.right}: ${levels.join(' | ')}`)
+  }
+  const prior = p.model ? `, prior ${signed(Math.log2(p.model.lambda / (1 - p.model.lambda)))}` : ''
+  lines.push(`  match when probability >= ${p.threshold}${prior}`)
+  lines.push(
+    p.model
+      ? `  weights: log2(m / u) per level, from the ${p.model.source === 'recipe' ? "recipe's model" : 'run'}`
+      : '  weights: learned when the pass runs (EM over the candidates; a run reports its model)',
+  )
+  return lines
+}
+
+const signed = (w: number) => `${w >= 0 ? '+' : ''}${(Math.round(w * 100) / 100).toFixed(2)}`

@@ -17,14 +17,130 @@ export const AggregateSchema = Type.Object(
   { $id: 'RecipeAggregate', additionalProperties: false },
 )
 
+const ColumnPair = (what: string) =>
+  Type.Tuple([Type.String(), Type.String()], {
+    description: `${what}: an expression of each side, left first, e.g. ["l.memo", "r.memo"]`,
+  })
+
+export const COMPARISON_KINDS = ['text', 'exact', 'relative', 'absolute', 'days'] as const
+export type ComparisonKind = (typeof COMPARISON_KINDS)[number]
+
+export const ComparisonSchema = Type.Object(
+  {
+    name: Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_\\-]{0,62}$' }),
+    text: Type.Optional(ColumnPair('free text compared by similarity levels')),
+    exact: Type.Optional(ColumnPair('values compared for equality (categories, codes)')),
+    relative: Type.Optional(ColumnPair('numbers compared by relative difference |a - b| / max(|a|, |b|)')),
+    absolute: Type.Optional(ColumnPair('numbers compared by absolute difference |a - b|, exactly')),
+    days: Type.Optional(ColumnPair('dates or timestamps compared by the lag right minus left, in days')),
+    levels: Type.Optional(
+      Type.Array(Type.Union([Type.String(), Type.Number(), Type.Tuple([Type.Number(), Type.Number()])]), {
+        minItems: 1,
+        maxItems: 10,
+        description:
+          'best first. text: "jaro_winkler >= 0.92", "token_set >= 0.8", "exact", …; relative/absolute: the largest difference of each level (0 = equal); days: a largest |lag| or a [from, to] range of lags. Anything else is the last level, "else".',
+      }),
+    ),
+    tf: Type.Optional(
+      Type.Boolean({
+        description:
+          'term-frequency adjustment: token measures weigh tokens by rarity, an exact agreement on a rare value weighs more than on a common one (default: true for text, false for exact)',
+      }),
+    ),
+  },
+  { $id: 'RecipeComparison', additionalProperties: false },
+)
+
+const Probability = Type.Number({ minimum: 0, maximum: 1 })
+
+const ModelComparisons = Type.Array(
+  Type.Object(
+    {
+      name: Type.String(),
+      levels: Type.Optional(Type.Array(Type.String(), { description: 'the level labels, "else" last (informative)' })),
+      m: Type.Array(Probability, { description: 'per level: how often matches fall in it' }),
+      u: Type.Array(Probability, { description: 'per level: how often non-matches fall in it' }),
+      weights: Type.Optional(Type.Array(Type.Number(), { description: 'log2(m / u) per level (informative)' })),
+    },
+    { additionalProperties: false },
+  ),
+)
+
+export const ModelSchema = Type.Object(
+  {
+    lambda: Type.Number({
+      exclusiveMinimum: 0,
+      exclusiveMaximum: 1,
+      description: 'the probability that two records taken at random match',
+    }),
+    comparisons: ModelComparisons,
+  },
+  {
+    $id: 'RecipeModel',
+    additionalProperties: false,
+    description: 'a trained model (as a run reports it): given, the pass uses it instead of learning one',
+  },
+)
+
+export const TrainSchema = Type.Object(
+  {
+    seed: Type.Optional(
+      Type.Integer({ minimum: 0, description: 'seed of the random pairs that estimate u (default 1)' }),
+    ),
+    max_iterations: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 100, description: 'expectation–maximisation steps at most (default 25)' }),
+    ),
+    sample_pairs: Type.Optional(
+      Type.Integer({
+        minimum: 1000,
+        maximum: 10_000_000,
+        description: 'random pairs that estimate u (default 200,000)',
+      }),
+    ),
+    confirmed: Type.Optional(
+      Type.Array(Type.Object({ left: Type.String(), right: Type.String() }, { additionalProperties: false }), {
+        description: 'pairs a person confirmed (record keys): they anchor the estimate',
+      }),
+    ),
+  },
+  { $id: 'RecipeTrain', additionalProperties: false },
+)
+
 export const PassSchema = Type.Object(
   {
     name: Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_\\-]{0,62}$' }),
     pattern: Type.Union(PATTERNS.map((p) => Type.Literal(p))),
-    when: Type.String({
-      minLength: 1,
-      description: 'a boolean predicate over l. and r. columns (PostgreSQL syntax subset)',
-    }),
+    when: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'a boolean predicate over l. and r. columns (PostgreSQL syntax subset); required unless the pass is probabilistic (compare), where it is an extra condition every match meets',
+      }),
+    ),
+    block: Type.Optional(
+      Type.Array(Type.String({ minLength: 1 }), {
+        minItems: 1,
+        maxItems: 8,
+        description:
+          'probabilistic passes: blocking rules, each a predicate with an equality, a range or shares_token(l.x, r.y[, cap]); the candidates are the pairs any rule holds for',
+      }),
+    ),
+    compare: Type.Optional(
+      Type.Array(Type.Ref('RecipeComparison'), {
+        minItems: 1,
+        maxItems: 12,
+        description: 'makes the pass probabilistic (Fellegi–Sunter): the comparisons whose levels weigh each candidate',
+      }),
+    ),
+    threshold: Type.Optional(
+      Type.Number({
+        exclusiveMinimum: 0,
+        exclusiveMaximum: 1,
+        description: 'probabilistic passes: the least match probability a match needs (default 0.5)',
+      }),
+    ),
+    model: Type.Optional(Type.Ref('RecipeModel')),
+    train: Type.Optional(Type.Ref('RecipeTrain')),
     after: Type.Optional(
       Type.Array(Type.String(), { description: 'passes that must run first (default: the pass written before)' }),
     ),
@@ -126,12 +242,47 @@ export interface RecipeAggregate {
   tolerance?: number | string
   max_group?: number
 }
+export interface RecipeComparison {
+  name: string
+  text?: [string, string]
+  exact?: [string, string]
+  relative?: [string, string]
+  absolute?: [string, string]
+  days?: [string, string]
+  levels?: (string | number | [number, number])[]
+  tf?: boolean
+}
+export interface RecipeModel {
+  lambda: number
+  comparisons: { name: string; levels?: string[]; m: number[]; u: number[]; weights?: number[] }[]
+}
+export interface RecipeTrain {
+  seed?: number
+  max_iterations?: number
+  sample_pairs?: number
+  confirmed?: { left: string; right: string }[]
+}
 export interface RecipePass {
   name: string
   pattern: Pattern
-  when: string
+  /** Required unless the pass is probabilistic (`compare`). */
+  when?: string
   after?: string[]
   aggregate?: RecipeAggregate
+  block?: string[]
+  compare?: RecipeComparison[]
+  threshold?: number
+  model?: RecipeModel
+  train?: RecipeTrain
+}
+
+/** A pass with comparisons is probabilistic: blocking rules find candidates, a model weighs them. */
+export const isProbabilistic = (pass: RecipePass): boolean => pass.compare !== undefined
+
+/** A deterministic pass's predicate (validation sees that every such pass has one). */
+export function conditionOf(pass: RecipePass): string {
+  if (pass.when === undefined) throw new Error(`pass "${pass.name}" has no "when" (and no "compare")`)
+  return pass.when
 }
 export interface RecipeSide {
   source: string
@@ -162,7 +313,17 @@ export interface Recipe {
   lookups?: Record<string, RecipeLookup>
 }
 
-export const recipeSchemas = [AggregateSchema, PassSchema, SideSchema, ParamSchema, LookupSchema, RecipeSchema]
+export const recipeSchemas = [
+  AggregateSchema,
+  ComparisonSchema,
+  ModelSchema,
+  TrainSchema,
+  PassSchema,
+  SideSchema,
+  ParamSchema,
+  LookupSchema,
+  RecipeSchema,
+]
 export type RecipeStatic = Static<typeof RecipeSchema>
 
 // ---- wire schemas of the recipes API --------------------------------------------------------
@@ -233,7 +394,7 @@ export const ExplainReplySchema = Type.Object(
         pattern: Type.String(),
         phase: Type.Integer({ description: 'depth in the pass DAG, from 1' }),
         after: Type.Array(Type.String()),
-        join: Type.Union([Type.Literal('hash'), Type.Literal('band')]),
+        join: Type.Union([Type.Literal('hash'), Type.Literal('band'), Type.Literal('probabilistic')]),
         hash_keys: Type.Array(Type.Object({ left: Type.String(), right: Type.String() })),
         band: Type.Union([
           Type.Object({
@@ -269,6 +430,35 @@ export const ExplainReplySchema = Type.Object(
             as_of: Nullable(Type.String()),
           }),
           { description: "the recipe's lookup tables the pass reads, each indexed once per run" },
+        ),
+        probabilistic: Type.Optional(
+          Type.Object({
+            blocking: Type.Array(
+              Type.Object({
+                rule: Type.String(),
+                join: Type.Union([Type.Literal('hash'), Type.Literal('band'), Type.Literal('token')]),
+              }),
+            ),
+            comparisons: Type.Array(
+              Type.Object({
+                name: Type.String(),
+                kind: Type.String(),
+                left: Type.String(),
+                right: Type.String(),
+                levels: Type.Array(Type.String()),
+                tf: Type.Boolean(),
+              }),
+            ),
+            threshold: Type.Number(),
+            model: Type.Union([
+              Type.Object({
+                source: Type.Union([Type.Literal('recipe'), Type.Literal('run')]),
+                lambda: Type.Number(),
+                comparisons: ModelComparisons,
+              }),
+              Type.Null(),
+            ]),
+          }),
         ),
       }),
     ),

@@ -15,7 +15,7 @@ import type { Table } from '../engine/data/table.js'
 import { EngineContext } from '../sources/connector.js'
 import { type ExplainReply, explainRecipe } from './explain.js'
 import { lookupSchemas } from './lookups.js'
-import type { Recipe } from './schema.js'
+import type { Recipe, RecipeModel } from './schema.js'
 import type { Schemas } from '../language/types.js'
 import { structuralIssues, type ValidationIssue, type ValidationReport, validateRecipe } from './validate.js'
 
@@ -165,9 +165,10 @@ export class RecipesService {
     return out
   }
 
-  async explain(ws: string, input: unknown): Promise<ExplainReply> {
+  /** `models`: weights an earlier run learned, by pass name, shown for passes that give no model. */
+  async explain(ws: string, input: unknown, models: Record<string, RecipeModel> = {}): Promise<ExplainReply> {
     const { recipe, schemas } = await this.checked(ws, input)
-    return explainRecipe(recipe, schemas)
+    return explainRecipe(recipe, schemas, models)
   }
 
   async create(ws: string, input: unknown): Promise<RecipeView> {

@@ -45,9 +45,11 @@ const CASTS: Record<string, string> = {
 export function pushdownObstacle(e: Expr): string | null {
   switch (e.kind) {
     case 'call':
-      if (e.name === 'similarity' || e.name === 'levenshtein')
+      if (e.name === 'similarity' || e.name === 'levenshtein' || e.name === 'jaro_winkler')
         return `${e.name}() needs an extension (pg_trgm / fuzzystrmatch) the engine does not assume`
       if (e.name === 'lookup') return "lookup() reads a recipe's lookup table, which only the in-process engine indexes"
+      if (e.name === 'shares_token')
+        return 'shares_token() splits text into tokens as the engine does, not as PostgreSQL does'
       if (e.name === 'regexp_replace')
         return 'regexp_replace() uses a different regular-expression dialect in PostgreSQL'
       for (const a of e.args) {

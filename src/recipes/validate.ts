@@ -11,7 +11,9 @@ import { ConcordError } from '../errors.js'
 import { lookupIssues } from './lookups.js'
 import { paramIssues } from './params.js'
 import { type Position, PredicateError, parsePredicate } from '../language/predicate.js'
-import { type Recipe, recipeSchemas } from './schema.js'
+import { isProbabilistic, type Recipe, type RecipePass, recipeSchemas } from './schema.js'
+import { blockingJoin } from '../engine/match/probabilistic/blocking.js'
+import { comparisonIssues, comparisonLabels } from '../engine/match/probabilistic/comparisons.js'
 import { type Schemas, TypeChecker } from '../language/types.js'
 
 export interface ValidationIssue {
@@ -83,28 +85,29 @@ export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationRepo
   }
 
   for (const pass of recipe.passes) {
-    const checker = new TypeChecker(schemas)
-    let expr: ReturnType<typeof parsePredicate>
-    try {
-      expr = parsePredicate(pass.when)
-    } catch (err) {
-      if (!(err instanceof PredicateError)) throw err
-      add({ pass: pass.name, code: err.code, message: err.message, position: err.pos, suggestion: err.suggestion })
+    if (isProbabilistic(pass)) {
+      probabilisticIssues(pass, schemas).forEach(add)
       continue
     }
-    const type = checker.check(expr)
-    for (const i of checker.issues)
-      add({ pass: pass.name, code: i.code, message: i.message, position: i.pos, suggestion: i.suggestion })
-    if (checker.issues.length) continue
-    if (type.kind !== 'boolean') {
+    const stray = PROBABILISTIC_FIELDS.filter((f) => pass[f] !== undefined)
+    if (stray.length)
       add({
         pass: pass.name,
-        code: 'type_mismatch',
-        message: `"when" must be a condition, not a ${type.kind} value`,
-        position: expr.pos,
+        code: 'invalid_pass',
+        message: `${stray.join(', ')} belong to probabilistic passes, which name their comparisons in "compare"`,
+        suggestion: '"compare": [{ "name": "memo", "text": ["l.memo", "r.memo"] }]',
+      })
+    if (pass.when === undefined) {
+      add({
+        pass: pass.name,
+        code: 'missing_when',
+        message: `pass "${pass.name}" has no "when": say which pairs match, or make it probabilistic with "compare"`,
+        suggestion: 'l.reference = r.ref AND ABS(l.amount - r.amount) <= 0.01',
       })
       continue
     }
+    const expr = conditionIssues(pass.name, pass.when, schemas, add)
+    if (!expr) continue
     const plan = planPass(expr, pass.when, (side, c) => schemas[side].find((x) => x.name === c)?.type)
     if (plan.keys.length === 0 && !plan.band) {
       add({
@@ -133,6 +136,109 @@ export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationRepo
     }
   }
   return { valid: issues.length === 0, issues, suggestions: [...suggestions] }
+}
+
+const PROBABILISTIC_FIELDS = ['block', 'threshold', 'model', 'train'] as const
+
+/** Parses and type-checks a condition (positions in `text`); the expression when it is a valid condition. */
+function conditionIssues(
+  pass: string,
+  text: string,
+  schemas: Schemas,
+  add: (i: ValidationIssue) => void,
+  what = '',
+): ReturnType<typeof parsePredicate> | undefined {
+  const checker = new TypeChecker(schemas)
+  let expr: ReturnType<typeof parsePredicate>
+  try {
+    expr = parsePredicate(text)
+  } catch (err) {
+    if (!(err instanceof PredicateError)) throw err
+    add({
+      pass,
+      code: err.code,
+      message: `${what}${err.message}`,
+      position: what ? undefined : err.pos,
+      suggestion: err.suggestion,
+    })
+    return undefined
+  }
+  const type = checker.check(expr)
+  for (const i of checker.issues)
+    add({
+      pass,
+      code: i.code,
+      message: `${what}${i.message}`,
+      position: what ? undefined : i.pos,
+      suggestion: i.suggestion,
+    })
+  if (checker.issues.length) return undefined
+  if (type.kind !== 'boolean') {
+    add({
+      pass,
+      code: 'type_mismatch',
+      message: `${what || '"when" '}must be a condition, not a ${type.kind} value`,
+      position: what ? undefined : expr.pos,
+    })
+    return undefined
+  }
+  return expr
+}
+
+/** A probabilistic pass: its blocking rules, comparisons, threshold and model. */
+function probabilisticIssues(pass: RecipePass, schemas: Schemas): ValidationIssue[] {
+  const out: ValidationIssue[] = []
+  const add = (i: ValidationIssue) => out.push(i)
+  if (pass.pattern !== '1:1')
+    add({
+      pass: pass.name,
+      code: 'invalid_pass',
+      message: `a probabilistic pass assigns records one to one: its pattern is 1:1, not ${pass.pattern}`,
+    })
+  if (pass.aggregate)
+    add({ pass: pass.name, code: 'unexpected_aggregate', message: 'a probabilistic pass takes no aggregate' })
+  if (!pass.block?.length)
+    add({
+      pass: pass.name,
+      code: 'missing_blocking',
+      message: `probabilistic pass "${pass.name}" needs blocking rules ("block"): comparing every pair is quadratic`,
+      suggestion:
+        '"block": ["shares_token(l.memo, r.memo)", "r.amount BETWEEN l.amount * 0.9 AND l.amount * 1.1 AND r.date BETWEEN l.date AND l.date + 21"]',
+    })
+  const types = (side: 'l' | 'r', c: string) => schemas[side].find((x) => x.name === c)?.type
+  for (const [n, rule] of (pass.block ?? []).entries()) {
+    const what = `blocking rule ${n + 1} (${rule}): `
+    if (!conditionIssues(pass.name, rule, schemas, add, what)) continue
+    if (!blockingJoin(rule, types))
+      add({
+        pass: pass.name,
+        code: 'no_usable_join',
+        message: `${what}no equality, range or shares_token() between l and r columns, so every pair would be a candidate`,
+        suggestion: 'shares_token(l.memo, r.memo), l.postcode = r.postcode, or r.date BETWEEN l.date AND l.date + 7',
+      })
+  }
+  if (pass.when !== undefined) conditionIssues(pass.name, pass.when, schemas, add)
+  const names = new Set<string>()
+  for (const c of pass.compare ?? []) {
+    if (names.has(c.name))
+      add({ pass: pass.name, code: 'invalid_comparison', message: `two comparisons are named "${c.name}"` })
+    names.add(c.name)
+    for (const i of comparisonIssues(c, schemas)) add({ pass: pass.name, ...i })
+  }
+  if (pass.model && !out.length) {
+    for (const c of pass.compare ?? []) {
+      const given = pass.model.comparisons.find((x) => x.name === c.name)
+      const levels = comparisonLabels(c).length
+      if (!given) add({ pass: pass.name, code: 'invalid_model', message: `the model has no comparison "${c.name}"` })
+      else if (given.m.length !== levels || given.u.length !== levels)
+        add({
+          pass: pass.name,
+          code: 'invalid_model',
+          message: `the model's "${c.name}" needs ${levels} m and u values (one per level, "else" last), not ${given.m.length} and ${given.u.length}`,
+        })
+    }
+  }
+  return out
 }
 
 function aggregateIssues(pass: Recipe['passes'][number], schemas: Schemas): ValidationIssue[] {

@@ -96,13 +96,24 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags: ['recipes'],
-        summary: 'How each pass will run: hash keys or band, residual predicates, phase in the pass DAG',
+        summary:
+          'How each pass will run: hash keys or band, residual predicates, phase in the pass DAG; for probabilistic passes the blocking rules, comparison levels and weights',
         body: AnyRecipe,
+        querystring: Type.Object({
+          run_id: Type.Optional(
+            Type.String({ description: "show the weights this run's probabilistic passes learned (by pass name)" }),
+          ),
+        }),
         response: { 200: Type.Ref('ExplainReply'), ...errors },
       },
       config: { role: 'viewer' },
     },
-    async (request) => app.recipes.explain(request.principal.workspace, request.body),
+    async (request) => {
+      const ws = request.principal.workspace
+      const { run_id } = request.query as { run_id?: string }
+      const models = run_id === undefined ? {} : await app.runs.learnedModels(ws, run_id)
+      return app.recipes.explain(ws, request.body, models)
+    },
   )
 }
 

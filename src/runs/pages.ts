@@ -6,7 +6,7 @@ import { createReadStream } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { Readable } from 'node:stream'
 import { type Table as ArrowTable, DataType, type Field, tableFromIPC, type Vector } from 'apache-arrow'
-import { describeUnmatched, type PassInfo } from '../engine/explain/evidence.js'
+import { describeUnmatched, type MatchWeights, matchWeights, type PassInfo } from '../engine/explain/evidence.js'
 import { formatDate, formatDecimal, formatTimestamp } from '../engine/data/values.js'
 import { type ResultSet, resultFile } from './results.js'
 
@@ -127,9 +127,11 @@ export async function matchesPage(dir: string, offset: number, limit: number, fi
     'ambiguous',
   ].map(col)
   const amountField = table.schema.fields.find((f) => f.name === 'amount_delta')!
+  const weights = waterfallReader(table)
   const items = []
   for (let n = offset; n < Math.min(total, offset + limit); n++) {
     const i = rows ? rows[n] : n
+    const w = weights(i)
     items.push({
       match_id: `m${String(no.get(i)).padStart(7, '0')}`,
       pass: String(pass.get(i)),
@@ -139,9 +141,37 @@ export async function matchesPage(dir: string, offset: number, limit: number, fi
       score: Number(score.get(i)),
       deltas: { amount: jsonOf(amountField, amount, i) as string | null, days: days.get(i) ?? null },
       ambiguous: Boolean(ambiguous.get(i)),
+      ...(w ? { weights: w } : {}),
     })
   }
   return { total, offset, limit, items }
+}
+
+/** Reads a probabilistic match's waterfall (undefined for other matches, or files without one). */
+function waterfallReader(table: ArrowTable): (i: number) => MatchWeights | undefined {
+  const levels = table.getChild('levels')
+  const weights = table.getChild('weights')
+  if (!levels || !weights) return () => undefined
+  const passes = JSON.parse(table.schema.metadata.get('concord.passes') ?? '[]') as PassInfo[]
+  const pass = table.getChild('pass')!
+  return (i) => {
+    const l = levels.get(i) as Iterable<number> | null
+    const w = weights.get(i) as Iterable<number> | null
+    const info = passes.find((p) => p.name === pass.get(i))
+    if (!l || !w || !info) return undefined
+    return matchWeights(info, [...l], [...w])
+  }
+}
+
+/** A waterfall as one CSV cell: "memo token_set >= 0.95 +11.149; amount equal +11.315". */
+function waterfallText(w: MatchWeights | undefined): string | null {
+  if (!w) return null
+  const signed = (x: number) => `${x >= 0 ? '+' : ''}${x}`
+  return [
+    `prior ${signed(w.prior)}`,
+    ...w.comparisons.map((c) => `${c.name} ${c.level} ${signed(c.weight)}`),
+    `context ${signed(w.context)}`,
+  ].join('; ')
 }
 
 /** Reads the nearest miss of row i of an unmatched-records file, and says why the record is unmatched. */
@@ -207,11 +237,14 @@ export async function csvExport(dir: string, set: ResultSet): Promise<Readable> 
   const miss = unmatchedSide ? missReader(table, unmatchedSide) : null
   // unmatched records: the nearest miss as the sentences a page shows, then the record's columns
   const hidden = new Set(
-    unmatchedSide ? ['closest_candidate', 'failed_pass', 'failed_conjunct', 'candidate_taken'] : [],
+    unmatchedSide ? ['closest_candidate', 'failed_pass', 'failed_conjunct', 'candidate_taken'] : ['levels', 'weights'],
   )
   const fields = table.schema.fields.filter((f) => !hidden.has(f.name))
   const vectors = fields.map((f) => table.getChild(f.name)!)
   const header = fields.map((f) => (f.name === 'match_no' ? 'match_id' : f.name))
+  // probabilistic matches: the waterfall as one readable cell instead of two lists
+  const waterfall = table.getChild('weights') ? waterfallReader(table) : null
+  if (waterfall) header.push('waterfall')
   if (miss) header.splice(1, 0, 'closest_candidate', 'failed_pass', 'failed_conjunct', 'reason')
   let row = 0
   let started = false
@@ -241,6 +274,7 @@ export async function csvExport(dir: string, set: ResultSet): Promise<Readable> 
             ...[m.closest_candidate, m.failed?.pass ?? null, m.failed?.conjunct ?? null, m.reason].map(csvField),
           )
         }
+        if (waterfall) cells.push(csvField(waterfallText(waterfall(row))))
         lines.push(cells.join(','))
       }
       this.push(`${lines.join('\n')}\n`)

@@ -35,7 +35,7 @@ import {
 import type { Table } from '../engine/data/table.js'
 import { ConcordError } from '../errors.js'
 import { parsePredicate } from '../language/predicate.js'
-import type { Recipe } from '../recipes/schema.js'
+import { conditionOf, isProbabilistic, type Recipe } from '../recipes/schema.js'
 import { pushdownObstacle, SqlCompiler } from '../recipes/sql.js'
 import type { Source } from '../sources/connector.js'
 
@@ -55,7 +55,9 @@ export function pushdownProblem(recipe: Recipe, sources: { left: Source; right: 
   if (lookups.length)
     return `the recipe's lookup tables (${lookups.join(', ')}) are indexed by the in-process engine; engine "postgres" does not read them`
   for (const pass of recipe.passes) {
-    const obstacle = pushdownObstacle(parsePredicate(pass.when))
+    if (isProbabilistic(pass))
+      return `pass ${pass.name} is probabilistic: its blocking, comparisons and model run in the in-process engine`
+    const obstacle = pushdownObstacle(parsePredicate(conditionOf(pass)))
     if (obstacle) return `pass ${pass.name}: ${obstacle}`
   }
   return null
@@ -135,8 +137,8 @@ async function run(
   }
   for (const pass of recipe.passes) {
     const plan = planPass(
-      parsePredicate(pass.when),
-      pass.when,
+      parsePredicate(conditionOf(pass)),
+      conditionOf(pass),
       (side, c) => schemas[side].find((x) => x.name === c)?.type,
     )
     const used = assignmentColumns(pass, plan, compared)
@@ -170,7 +172,7 @@ async function run(
       const p = preparePass(step.index, step.pass, narrow, compared, { schemas })
       prepared.push(p)
       const sql = new SqlCompiler(schemas, { l: 'l', r: 'r' })
-      const on = sql.sql(parsePredicate(step.pass.when))
+      const on = sql.sql(parsePredicate(conditionOf(step.pass)))
       const pairs = await readPairs(
         client,
         `SELECT l.${RID}, r.${RID} FROM ${TEMP.l} l JOIN ${TEMP.r} r ON ${on} WHERE l.${FREE} AND r.${FREE} ORDER BY 1, 2`,

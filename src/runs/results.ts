@@ -14,7 +14,7 @@ import {
   Utf8,
   type Vector,
 } from 'apache-arrow'
-import { arrowColumns, arrowData, stringColumn, stringListVector } from '../engine/data/arrow.js'
+import { arrowColumns, arrowData, numberListVector, stringColumn, stringListVector } from '../engine/data/arrow.js'
 import type { StringColumn } from '../engine/data/column.js'
 import { takeColumn } from '../engine/data/column.js'
 import { type PassInfo, recordKeyReader } from '../engine/explain/evidence.js'
@@ -96,6 +96,42 @@ function amountVector(units: Float64Array, passOf: Int32Array, passes: PassInfo[
   return makeVector(arrowData({ type: 'decimal', length: n, valid, values, scale }))
 }
 
+/**
+ * Probabilistic matches: the match weight, and each comparison's level and weight (the
+ * waterfall; pages.ts turns them back into names and labels with the passes' metadata). NULL for
+ * other matches. No columns when no pass was probabilistic.
+ */
+function waterfallVectors(m: RunResult['matches'], passes: PassInfo[]): Record<string, Vector> {
+  const w = m.waterfall
+  if (!w) return {}
+  const starts = new Int32Array(m.count + 1)
+  const valid = new Uint8Array(m.count)
+  for (let k = 0; k < m.count; k++) {
+    const e = w.entry[k]
+    valid[k] = e > 0 ? 1 : 0
+    starts[k + 1] = starts[k] + (e > 0 ? w.start[e] - w.start[e - 1] : 0)
+  }
+  const levels = new Int32Array(starts[m.count])
+  const weights = new Float64Array(starts[m.count])
+  const matchWeight = new Float64Array(m.count).fill(Number.NaN)
+  for (let k = 0; k < m.count; k++) {
+    const e = w.entry[k]
+    if (e === 0) continue
+    let total = passes[m.pass[k]].probabilistic?.prior ?? 0
+    for (let x = w.start[e - 1], at = starts[k]; x < w.start[e]; x++, at++) {
+      levels[at] = w.level[x]
+      weights[at] = w.weight[x]
+      total += w.weight[x]
+    }
+    matchWeight[k] = Math.round(total * 1000) / 1000
+  }
+  return {
+    match_weight: float64Vector(matchWeight),
+    levels: numberListVector(levels, starts, valid),
+    weights: numberListVector(weights, starts, valid),
+  }
+}
+
 export interface ResultsInput {
   result: RunResult
   leftKey: string[]
@@ -131,7 +167,9 @@ export async function writeResults(dir: string, { result, leftKey, rightKey, rec
     amount_delta: amountDelta,
     days_delta: float64Vector(m.daysDelta),
     ambiguous: boolVector(m.ambiguous),
+    ...waterfallVectors(m, passes),
   })
+  matches.schema.metadata.set('concord.passes', JSON.stringify(passes))
   await writeFile(resultFile(dir, 'matches'), tableToIPC(matches, 'file'))
 
   // unmatched records: the nearest miss as structure (keys, pass, conjunct); the sentence that

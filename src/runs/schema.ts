@@ -30,6 +30,12 @@ export const RunRequestSchema = Type.Object(
         description: 'postgres: run the matching inside PostgreSQL when both sources are tables of one database',
       }),
     ),
+    reuse_model_from: Type.Optional(
+      Type.String({
+        description:
+          "a completed run: its probabilistic passes' learned models are used by the same-named passes (no training)",
+      }),
+    ),
   },
   { $id: 'RunRequest', additionalProperties: false },
 )
@@ -69,6 +75,30 @@ const PassReport = Type.Object({
       candidates_capped: Type.Integer(),
       visits_exhausted: Type.Integer(),
       groups_over_max: Type.Integer(),
+    }),
+  ),
+  // probabilistic passes (src/engine/match/probabilistic/): the model is the one to reuse
+  probabilistic: Type.Optional(
+    Type.Object({
+      blocking: Type.Array(
+        Type.Object({
+          rule: Type.String(),
+          join: Type.Union([Type.Literal('hash'), Type.Literal('band'), Type.Literal('token')]),
+          pairs: Type.Integer({ description: 'candidate pairs this rule added' }),
+          capped_tokens: Type.Optional(Type.Integer({ description: 'tokens too common to block on' })),
+        }),
+      ),
+      candidates: Type.Integer(),
+      above_threshold: Type.Integer(),
+      threshold: Type.Number(),
+      training: Type.Object({
+        trained: Type.Boolean({ description: 'false when the recipe gave the model' }),
+        iterations: Type.Integer(),
+        converged: Type.Boolean(),
+        u_pairs: Type.Integer({ description: 'random pairs that estimated u' }),
+        matches: Type.Integer({ description: 'pairs taken as matches in the last expectation step' }),
+      }),
+      model: Type.Ref('RecipeModel'),
     }),
   ),
   ms: Type.Number(),
@@ -138,6 +168,19 @@ const Match = Type.Object({
     days: Nullable(Type.Number({ description: 'right date minus left date' })),
   }),
   ambiguous: Type.Boolean(),
+  weights: Type.Optional(
+    Type.Object(
+      {
+        prior: Type.Number({ description: 'log2 of the prior odds that two records match' }),
+        match_weight: Type.Number({ description: 'prior + the comparisons: probability = 1 / (1 + 2^-match_weight)' }),
+        comparisons: Type.Array(Type.Object({ name: Type.String(), level: Type.String(), weight: Type.Number() })),
+        context: Type.Number({
+          description: "what the records' other candidates add under the one-to-one reading (rivals lower it)",
+        }),
+      },
+      { description: 'probabilistic matches: what each comparison added (the waterfall)' },
+    ),
+  ),
 })
 
 const PageMeta = {

@@ -19,7 +19,7 @@ import { resolveConditions } from '../engine/load/filter.js'
 import { describeTable } from '../engine/data/table.js'
 import { ConcordError, notFound } from '../errors.js'
 import { applyParams } from '../recipes/params.js'
-import type { Recipe } from '../recipes/schema.js'
+import { isProbabilistic, type Recipe, type RecipeModel } from '../recipes/schema.js'
 import type { RecipesService } from '../recipes/service.js'
 import type { Source } from '../sources/connector.js'
 import type { SourcesService } from '../sources/service.js'
@@ -37,6 +37,8 @@ export interface StartRun {
   dry_run?: boolean
   params?: Record<string, unknown>
   engine?: 'memory' | 'postgres'
+  /** A completed run whose probabilistic passes' models the same-named passes reuse (no EM). */
+  reuse_model_from?: string
 }
 
 export interface RunView {
@@ -150,6 +152,7 @@ export class RunsService {
     } else {
       recipe = (await this.recipes.checked(ws, body.recipe)).recipe
     }
+    if (body.reuse_model_from !== undefined) recipe = await this.withModels(ws, recipe, body.reuse_model_from)
     const { recipe: applied, used } = applyParams(recipe, body.params ?? {})
     await this.recipes.checked(ws, applied)
     if (mode === 'sample') {
@@ -208,6 +211,43 @@ export class RunsService {
     this.queue.push(id)
     this.pump()
     return this.get(ws, id)
+  }
+
+  /** The models a completed run's probabilistic passes used, by pass name (its summary keeps them). */
+  async learnedModels(ws: string, runId: string): Promise<Record<string, RecipeModel>> {
+    const from = await this.get(ws, runId)
+    const learned = Object.fromEntries(
+      (from.summary?.passes ?? []).flatMap((p) => (p.probabilistic ? [[p.name, p.probabilistic.model] as const] : [])),
+    )
+    if (from.status !== 'completed' || Object.keys(learned).length === 0)
+      throw new ConcordError(
+        'model_not_found',
+        `run ${runId} has no probabilistic model (status ${from.status})`,
+        400,
+        'name a completed run of a recipe with a probabilistic pass',
+      )
+    return learned
+  }
+
+  /**
+   * The recipe with the models an earlier run learned, for its probabilistic passes that give
+   * none: the run stores them in its summary, so the next run can skip training.
+   */
+  private async withModels(ws: string, recipe: Recipe, runId: string): Promise<Recipe> {
+    const learned = new Map(Object.entries(await this.learnedModels(ws, runId)))
+    const passes = recipe.passes.map((p) => {
+      if (!isProbabilistic(p) || p.model) return p
+      const model = learned.get(p.name)
+      if (!model)
+        throw new ConcordError(
+          'model_not_found',
+          `run ${runId} learned no model for pass "${p.name}" (it has: ${[...learned.keys()].join(', ')})`,
+          400,
+          'reuse a run of the same recipe, or give the pass a "model"',
+        )
+      return { ...p, model }
+    })
+    return { ...recipe, passes }
   }
 
   /** Starts a new run with what an earlier one ran: the same recipe, parameters, mode and engine. */

@@ -78,7 +78,7 @@ export const buildRecipe: AiTool<typeof Input, typeof output> = {
     if (problems.length) return problems
     for (const pass of (out.recipe as unknown as Recipe).passes) {
       try {
-        parsePredicate(pass.when)
+        if (pass.when !== undefined) parsePredicate(pass.when)
       } catch (err) {
         problems.push(`pass ${pass.name}: ${err instanceof PredicateError ? err.message : String(err)}`)
       }

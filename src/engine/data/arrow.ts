@@ -9,6 +9,7 @@ import {
   DateDay,
   Decimal,
   Float64,
+  Int32,
   Int64,
   List,
   makeData,
@@ -114,6 +115,18 @@ export function stringColumn(values: ArrayLike<string | null>): StringColumn {
     offsets[i + 1] = at
   }
   return { type: 'string', length: n, valid, offsets, data: data.slice(0, at) }
+}
+
+/**
+ * A List<Float64> (or List<Int32>) vector: list k holds values[starts[k] .. starts[k+1]); NULL
+ * where `valid` is 0.
+ */
+export function numberListVector(values: Float64Array | Int32Array, starts: Int32Array, valid: Uint8Array): Vector {
+  const n = starts.length - 1
+  const itemType = values instanceof Float64Array ? new Float64() : new Int32()
+  const child = makeData({ type: itemType, length: values.length, nullCount: 0, data: values } as never)
+  const type = new List(new Field('item', itemType, false))
+  return makeVector(makeData({ type, length: n, ...bitmap(valid, n), valueOffsets: starts, child } as never))
 }
 
 /** A List<Utf8> vector: list k holds the strings items[starts[k] .. starts[k+1]). */

@@ -22,6 +22,34 @@ export interface MatchSet {
   leftRows: Int32Array
   rightStart: Int32Array
   rightRows: Int32Array
+  /** Matches of probabilistic passes: each comparison's level and weight (the waterfall). */
+  waterfall?: Waterfall
+}
+
+/**
+ * Per match, 0 (no weights: not a probabilistic match) or 1 + the entry where its comparisons'
+ * levels and weights start: entries start[e] .. start[e + 1] of `level` and `weight`.
+ */
+export interface Waterfall {
+  entry: Int32Array
+  start: Int32Array
+  level: Uint8Array
+  weight: Float64Array
+}
+
+/** Collects the waterfalls of probabilistic matches as they are made. */
+class WaterfallLog {
+  start: number[] = [0]
+  level: number[] = []
+  weight: number[] = []
+  add(levels: ArrayLike<number>, weights: ArrayLike<number>): number {
+    for (let c = 0; c < levels.length; c++) {
+      this.level.push(levels[c])
+      this.weight.push(weights[c])
+    }
+    this.start.push(this.level.length)
+    return this.start.length - 1
+  }
 }
 
 /** Unmatched records of one side, in row order, each with its nearest miss when there is one. */
@@ -60,6 +88,9 @@ export class MatchBuilder {
   private rightRows: Int32Array
   private nl = 0
   private nr = 0
+  /** Per match: 0, or 1 + its waterfall entry (only probabilistic passes write it). */
+  private detail: Int32Array
+  private waterfalls: WaterfallLog | null = null
 
   constructor(leftLength = 0, rightLength = 0) {
     const cap = Math.max(1024, Math.min(leftLength, rightLength))
@@ -72,15 +103,32 @@ export class MatchBuilder {
     this.rightStart = new Int32Array(cap + 1)
     this.leftRows = new Int32Array(Math.max(1024, leftLength))
     this.rightRows = new Int32Array(Math.max(1024, rightLength))
+    // zeros mean "none": never written for ordinary matches, so its pages cost nothing
+    this.detail = new Int32Array(cap)
   }
 
   get count(): number {
     return this.n
   }
 
+  /** Keeps a probabilistic match's comparison levels and weights; pass the result to pair/group. */
+  waterfall(levels: ArrayLike<number>, weights: ArrayLike<number>): number {
+    this.waterfalls ??= new WaterfallLog()
+    return this.waterfalls.add(levels, weights)
+  }
+
   /** One left record with one right record (the common case: no arrays allocated). */
-  pair(pass: number, i: number, j: number, score: number, ambiguous: boolean, amount: number, days: number): void {
-    this.head(pass, score, ambiguous, amount, days)
+  pair(
+    pass: number,
+    i: number,
+    j: number,
+    score: number,
+    ambiguous: boolean,
+    amount: number,
+    days: number,
+    waterfall = 0,
+  ): void {
+    this.head(pass, score, ambiguous, amount, days, waterfall)
     if (this.nl === this.leftRows.length) this.leftRows = grow(this.leftRows)
     if (this.nr === this.rightRows.length) this.rightRows = grow(this.rightRows)
     this.leftRows[this.nl++] = i
@@ -95,15 +143,16 @@ export class MatchBuilder {
     ambiguous: boolean,
     amount: number,
     days: number,
+    waterfall = 0,
   ): void {
-    this.head(pass, score, ambiguous, amount, days)
+    this.head(pass, score, ambiguous, amount, days, waterfall)
     while (this.nl + left.length > this.leftRows.length) this.leftRows = grow(this.leftRows)
     while (this.nr + right.length > this.rightRows.length) this.rightRows = grow(this.rightRows)
     for (let k = 0; k < left.length; k++) this.leftRows[this.nl++] = left[k]
     for (let k = 0; k < right.length; k++) this.rightRows[this.nr++] = right[k]
   }
 
-  private head(pass: number, score: number, ambiguous: boolean, amount: number, days: number): void {
+  private head(pass: number, score: number, ambiguous: boolean, amount: number, days: number, waterfall: number): void {
     if (this.n === this.pass.length) {
       // only when the builder was not sized from its tables (or a record is in two matches)
       this.pass = grow(this.pass)
@@ -113,8 +162,10 @@ export class MatchBuilder {
       this.days = grow(this.days)
       this.leftStart = grow(this.leftStart)
       this.rightStart = grow(this.rightStart)
+      this.detail = grow(this.detail)
     }
     const k = this.n++
+    if (waterfall !== 0) this.detail[k] = waterfall
     this.pass[k] = pass
     this.score[k] = score
     this.ambiguous[k] = ambiguous ? 1 : 0
@@ -163,7 +214,34 @@ export class MatchBuilder {
       amountDelta[i] = this.amount[k]
       daysDelta[i] = this.days[k]
     }
-    return { count: n, pass, score, ambiguous, amountDelta, daysDelta, leftStart, leftRows, rightStart, rightRows }
+    const set: MatchSet = {
+      count: n,
+      pass,
+      score,
+      ambiguous,
+      amountDelta,
+      daysDelta,
+      leftStart,
+      leftRows,
+      rightStart,
+      rightRows,
+    }
+    return this.withWaterfalls(set, order)
+  }
+
+  /** The waterfall entries in the matches' final order, when any match has one. */
+  private withWaterfalls(set: MatchSet, order: Int32Array): MatchSet {
+    const log = this.waterfalls
+    if (log === null) return set
+    const entry = new Int32Array(set.count)
+    for (let i = 0; i < set.count; i++) entry[i] = this.detail[order[i]]
+    set.waterfall = {
+      entry,
+      start: Int32Array.from(log.start),
+      level: Uint8Array.from(log.level),
+      weight: Float64Array.from(log.weight),
+    }
+    return set
   }
 
   /**
@@ -230,7 +308,7 @@ export class MatchBuilder {
       return out
     }
     const ambiguous = this.ambiguous.subarray(0, n)
-    return {
+    const set: MatchSet = {
       count: n,
       score: f64(this.score),
       amountDelta: f64(this.amount),
@@ -242,6 +320,7 @@ export class MatchBuilder {
       leftStart: this.leftStart.subarray(0, n + 1),
       rightStart: this.rightStart.subarray(0, n + 1),
     }
+    return this.withWaterfalls(set, order)
   }
 }
 
@@ -276,6 +355,21 @@ export interface MatchRecord {
   score: number
   deltas: { amount: string | null; days: number | null }
   ambiguous: boolean
+  /** Probabilistic matches: what each comparison added to the match weight (the waterfall). */
+  weights?: MatchWeights
+}
+
+export interface MatchWeights {
+  /** log2 of the prior odds that two records match, where every match weight starts. */
+  prior: number
+  /** prior + comparisons + context: the match probability is 1 / (1 + 2^-match_weight). */
+  match_weight: number
+  comparisons: { name: string; level: string; weight: number }[]
+  /**
+   * What the two records' other candidates add under the one-to-one reading: positive when
+   * neither has a rival (most records do have a partner), negative when one has a close rival.
+   */
+  context: number
 }
 
 export interface UnmatchedRecord {
@@ -295,6 +389,28 @@ export interface PassInfo {
   amountScale: number
   /** Aggregate passes: how often the group search met its bounds (see aggregate.ts). */
   search?: { candidates_capped: number; visits_exhausted: number; groups_over_max: number }
+  /** Probabilistic passes: what a waterfall's levels mean. */
+  probabilistic?: { prior: number; threshold: number; comparisons: { name: string; levels: string[] }[] }
+}
+
+/** A match's waterfall as JSON, from its levels and weights and its pass's comparisons. */
+export function matchWeights(
+  pass: PassInfo,
+  levels: ArrayLike<number>,
+  weights: ArrayLike<number>,
+): MatchWeights | undefined {
+  const p = pass.probabilistic
+  if (!p) return undefined
+  const round = (x: number) => Math.round(x * 1000) / 1000
+  let total = p.prior
+  const comparisons = p.comparisons.map((c, n) => {
+    total += weights[n]
+    return { name: c.name, level: c.levels[levels[n]] ?? 'no value', weight: round(weights[n]) }
+  })
+  // the entry after the comparisons, when there is one, is the one-to-one context
+  const context = weights.length > p.comparisons.length ? weights[p.comparisons.length] : 0
+  total += context
+  return { prior: round(p.prior), match_weight: round(total), comparisons, context: round(context) }
 }
 
 /** What an unmatched record's reason adds when its pass's group search was cut short. */
@@ -358,7 +474,18 @@ export function matchRecord(
       days: Number.isNaN(days) ? null : days,
     },
     ambiguous: m.ambiguous[k] === 1,
+    ...waterfallOf(m, k, pass),
   }
+}
+
+function waterfallOf(m: MatchSet, k: number, pass: PassInfo): { weights?: MatchWeights } {
+  const w = m.waterfall
+  const e = w ? w.entry[k] : 0
+  if (!w || e === 0) return {}
+  const from = w.start[e - 1]
+  const to = w.start[e]
+  const weights = matchWeights(pass, w.level.subarray(from, to), w.weight.subarray(from, to))
+  return weights ? { weights } : {}
 }
 
 /** A record's nearest miss: the pass, the conjunct its candidate failed (null: it passed them all). */

@@ -6,7 +6,7 @@
 
 import type { Expr, Side } from '../../language/predicate.js'
 import { parsePredicate } from '../../language/predicate.js'
-import type { RecipePass } from '../../recipes/schema.js'
+import { conditionOf, type RecipePass } from '../../recipes/schema.js'
 import { matchGroups, noBounds, type SearchBounds } from './aggregate.js'
 import { assignOneToOne } from './assign.js'
 import { CompileError, ExprCompiler } from '../plan/compile.js'
@@ -128,11 +128,12 @@ export function preparePass(
     ...(external?.schemas ?? { l: tables.l.columns, r: tables.r.columns }),
     ...(lookups ? { lookups: lookups.schemas } : {}),
   }
-  const expr = parsePredicate(pass.when)
+  const when = conditionOf(pass)
+  const expr = parsePredicate(when)
   const checker = new TypeChecker(schemas)
   checker.check(expr)
   if (checker.issues.length) throw new CompileError(checker.issues[0].message, expr)
-  const plan = planPass(expr, pass.when, (side, c) => schemas[side].find((x) => x.name === c)?.type)
+  const plan = planPass(expr, when, (side, c) => schemas[side].find((x) => x.name === c)?.type)
   if (!plan.keys.length && !plan.band)
     throw new Error(`pass "${pass.name}" has no usable join: add an equality or a range between l and r columns`)
   const scored = scoredPairs(plan, compared)
@@ -460,4 +461,33 @@ function keyGroups(pairs: PairList, leftLength: number, rightLength: number): { 
     else g.right.push(x - leftLength)
   }
   return [...groups.values()]
+}
+
+/**
+ * Every pair of free records a prepared pass's predicate holds for, in table rows, without
+ * assigning anything: the blocking rules of probabilistic passes find their candidates this way,
+ * with the same joins (partitioned hash, band) as ordinary passes.
+ */
+export function collectCandidates(
+  p: PreparedPass,
+  leftFree: Uint8Array,
+  rightFree: Uint8Array,
+  onPair: (i: number, j: number) => void,
+): void {
+  const { space } = p
+  const lf = spaceFree(leftFree, space.leftRows)
+  const rf = spaceFree(rightFree, space.rightRows)
+  const toLeft = space.leftRows
+  const toRight = space.rightRows
+  const emit = toLeft === null || toRight === null ? onPair : (i: number, j: number) => onPair(toLeft[i], toRight[j])
+  if (space.partitioned) {
+    const { left, right, equal } = space.partitioned
+    const total = p.checks.total
+    // near misses are not wanted here, but the join keeps them as it goes
+    const near = { left: nearMisses(left.rows.length, total), right: nearMisses(right.rows.length, total) }
+    partitionedJoin(left, right, equal, p.checks, lf, rf, near.left, near.right, emit)
+  } else {
+    const failed = p.checks.failed
+    bandCandidates(p.plan, p.compiler, freePositions(lf), freePositions(rf), (i, j) => failed(i, j) === 0, emit)
+  }
 }

@@ -16,6 +16,8 @@ import {
 import { type Column, stringAt } from '../data/column.js'
 import type { LookupSet } from '../data/lookup.js'
 import { likePattern } from '../load/filter.js'
+import { codesOf, jaroWinkler } from '../match/text/jaro.js'
+import { normalizeText } from '../match/text/prepared.js'
 import { runtime } from './runtime.js'
 import type { Table } from '../data/table.js'
 import {
@@ -85,6 +87,18 @@ const compileRuntime = {
     return re === null ? null : re.test(s)
   },
   floorDiv: (x: number | null, f: number) => (x === null ? null : Math.floor(x / f)),
+  jaroWinkler: (a: string | null, b: string | null): number | null => {
+    if (a === null || b === null) return null
+    const x = codesOf(a)
+    const y = codesOf(b)
+    return jaroWinkler(x, 0, x.length, y, 0, y.length)
+  },
+  sharesToken: (a: string | null, b: string | null): boolean | null => {
+    if (a === null || b === null) return null
+    const mine = new Set(normalizeText(a).split(' '))
+    for (const t of normalizeText(b).split(' ')) if (t !== '' && mine.has(t)) return true
+    return false
+  },
   and3: (...xs: (boolean | null)[]): boolean | null => {
     let unknown = false
     for (const x of xs) {
@@ -387,6 +401,11 @@ export class ExprCompiler {
       case 'similarity':
       case 'levenshtein':
         return { code: `H.${e.name}(${arg(0)}, ${arg(1)})`, type }
+      case 'jaro_winkler':
+        return { code: `H.jaroWinkler(${arg(0)}, ${arg(1)})`, type }
+      case 'shares_token':
+        // in a condition, any common token; the cap (third argument) only prunes blocking rules
+        return { code: `H.sharesToken(${arg(0)}, ${arg(1)})`, type }
       case 'date_trunc': {
         const unit = e.args[0].kind === 'string' ? e.args[0].value.toLowerCase() : 'day'
         const fn = type.kind === 'timestamp' ? 'tsTrunc' : 'dateTrunc'
