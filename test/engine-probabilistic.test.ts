@@ -73,7 +73,7 @@ t.test('a probabilistic pass links records that share no key', async (t) => {
     [
       ['memo', ['token_set >= 0.9', 'token_set >= 0.6', 'token_set >= 0.3', 'else']],
       ['amount', ['equal', 'within 1%', 'within 3%', 'else']],
-      ['lag', ['lag 0..1 days', 'lag 2..5 days', 'else']],
+      ['lag', ['0..1 day', '2..5 days', 'else']],
     ],
   )
   // the learned weights say what a reconciler would: agreement counts for, disagreement against

@@ -93,7 +93,7 @@ t.test('a probabilistic run: model in the summary, waterfalls in pages and expor
       comparisons: [
         { name: 'memo', kind: 'text', levels: ['token_set >= 0.9', 'token_set >= 0.6', 'else'], tf: true },
         { name: 'amount', kind: 'relative', levels: ['equal', 'within 3%', 'else'], tf: false },
-        { name: 'lag', kind: 'days', levels: ['|lag| <= 1 days', '|lag| <= 5 days', 'else'] },
+        { name: 'lag', kind: 'days', levels: ['within 1 day', 'within 5 days', 'else'] },
       ],
       threshold: 0.5,
       model: null,

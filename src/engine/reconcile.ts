@@ -398,11 +398,36 @@ function referenceKey(
   return undefined
 }
 
+/**
+ * The amount and date a probabilistic pass compares: its first relative or absolute comparison
+ * of two plain columns (a decimal on one side at least), its first days comparison of two plain
+ * columns. Its `when` is a filter, not what it compares.
+ */
+function comparedPairs(pass: RecipePass, tables: { l: Table; r: Table }): ComparedColumns {
+  const out: ComparedColumns = {}
+  const plain = (text: string) => /^\s*[lr]\.([A-Za-z_][A-Za-z0-9_]*)\s*$/.exec(text)?.[1]
+  const type = (side: 'l' | 'r', c: string) => tables[side].columns.find((x) => x.name === c)?.type
+  for (const c of pass.compare ?? []) {
+    const pair = c.relative ?? c.absolute ?? c.days
+    const l = pair && plain(pair[0])
+    const r = pair && plain(pair[1])
+    if (!l || !r) continue
+    if (c.days) out.date ??= { l, r }
+    else if (type('l', l) === 'decimal' || type('r', r) === 'decimal') out.amount ??= { l, r }
+  }
+  return out
+}
+
 export function comparedColumns(recipe: Recipe, tables: { l: Table; r: Table }): ComparedColumns {
   const out: ComparedColumns = {}
   for (const pass of recipe.passes) {
-    // a probabilistic pass's `when` is a filter, not what its candidates are scored by
-    if (pass.when === undefined || isProbabilistic(pass)) continue
+    if (isProbabilistic(pass)) {
+      const pairs = comparedPairs(pass, tables)
+      out.amount ??= pairs.amount
+      out.date ??= pairs.date
+      continue
+    }
+    if (pass.when === undefined) continue
     try {
       const plan = planPass(
         parsePredicate(pass.when),

@@ -200,7 +200,10 @@ export function comparisonLabels(spec: RecipeComparison): string[] {
     }
     if (kind === 'relative') return l === 0 ? 'equal' : `within ${+((l as number) * 100).toFixed(6)}%`
     if (kind === 'absolute') return l === 0 ? 'equal' : `within ${l}`
-    if (kind === 'days') return Array.isArray(l) ? `lag ${l[0]}..${l[1]} days` : `|lag| <= ${l} days`
+    if (kind === 'days') {
+      const days = (n: number) => `${n} day${n === 1 ? '' : 's'}`
+      return Array.isArray(l) ? (l[0] === l[1] ? days(l[0]) : `${l[0]}..${days(l[1])}`) : `within ${days(l as number)}`
+    }
     return String(l)
   })
   if (kind === 'exact') labels.push('equal')
