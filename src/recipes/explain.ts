@@ -5,9 +5,11 @@ import { scoredPairs } from '../engine/match/pass.js'
 import { orderPasses } from '../engine/plan/passes.js'
 import { comparedColumns } from '../engine/reconcile.js'
 import { type PassPlan, planPass } from '../engine/plan/plan.js'
+import { groupSum, groupTolerance, printGroupSum } from '../language/aggregate.js'
+import { decimalText } from '../language/decimal.js'
 import { parsePredicate } from '../language/predicate.js'
 import { printExpr } from '../language/print.js'
-import type { Pattern, Recipe } from './schema.js'
+import type { Pattern, Recipe, RecipeAggregate } from './schema.js'
 import type { Schemas } from '../language/types.js'
 
 export interface PassExplain {
@@ -27,7 +29,16 @@ export interface PassExplain {
     from: string[]
   } | null
   residuals: string[]
-  aggregate: { sum: string; equals: string; tolerance: string; max_group: number } | null
+  aggregate: {
+    sum: string
+    equals: string
+    /** The tolerance as one number when symmetric, else "below …, above …". */
+    tolerance: string
+    /** How far the sum may fall below `equals`, and rise above it. */
+    below: string
+    above: string
+    max_group: number
+  } | null
   scoring: { amount: string | null; date: string | null; similarity: string | null }
 }
 
@@ -60,14 +71,7 @@ export function explainRecipe(recipe: Recipe, schemas: Schemas): ExplainReply {
       hash_keys: plan.keys.map((k) => ({ left: printExpr(k.left), right: printExpr(k.right) })),
       band: bandOf(plan),
       residuals: plan.residuals.map((c) => c.text),
-      aggregate: pass.aggregate
-        ? {
-            sum: pass.aggregate.sum,
-            equals: pass.aggregate.equals,
-            tolerance: String(pass.aggregate.tolerance ?? 0),
-            max_group: pass.aggregate.max_group ?? 5,
-          }
-        : null,
+      aggregate: pass.aggregate ? aggregateOf(pass.aggregate) : null,
       scoring: {
         amount: scored.amount ? `l.${scored.amount.l} - r.${scored.amount.r}` : null,
         date: scored.date ? `r.${scored.date.r} - l.${scored.date.l} (days)` : null,
@@ -80,6 +84,26 @@ export function explainRecipe(recipe: Recipe, schemas: Schemas): ExplainReply {
     }
   })
   return { passes, text: passes.map(passText).join('\n\n') }
+}
+
+function aggregateOf(agg: RecipeAggregate): NonNullable<PassExplain['aggregate']> {
+  const t = groupTolerance(agg.tolerance)
+  const below = decimalText(t.below)
+  const above = decimalText(t.above)
+  let sum = agg.sum
+  try {
+    sum = printGroupSum(groupSum(agg.sum))
+  } catch {
+    // explain runs on validated recipes; a broken sum is shown as written
+  }
+  return {
+    sum,
+    equals: agg.equals,
+    tolerance: below === above ? below : `below ${below}, above ${above}`,
+    below,
+    above,
+    max_group: agg.max_group ?? 5,
+  }
 }
 
 function bandOf(plan: PassPlan): PassExplain['band'] {
@@ -106,10 +130,13 @@ function passText(p: PassExplain): string {
     lines.push(`  band join: ${p.band.column} in ${lo}, ${hi}  (sorted, then searched per record)`)
   }
   lines.push(`  residual: ${p.residuals.length ? p.residuals.join(' AND ') : 'none'}`)
-  if (p.aggregate)
+  const a = p.aggregate
+  if (a) {
+    const within = a.below === a.above ? `± ${a.above}` : `up to ${a.above} above and ${a.below} below`
     lines.push(
-      `  groups: sum(${p.aggregate.sum}) = ${p.aggregate.equals} ± ${p.aggregate.tolerance}, at most ${p.aggregate.max_group} records`,
+      `  groups: ${a.sum} = ${a.equals} ${within}, at most ${a.max_group} records (an exact fit first, then the smallest group, then the closest)`,
     )
+  }
   const scoring = [p.scoring.amount, p.scoring.date, p.scoring.similarity].filter(Boolean)
   if (scoring.length) lines.push(`  score from: ${scoring.join('; ')}`)
   return lines.join('\n')
