@@ -2,6 +2,7 @@
 // as an expression of the other side, one-sided tolerances, and the search taking an exact fit
 // before a group that is merely within tolerance. All of it in exact decimal units.
 
+import fc from 'fast-check'
 import t from 'tap'
 import { tableFromRows } from '../src/engine/load/json.js'
 import type { RecipeAggregate, RecipePass } from '../src/recipes/schema.js'
@@ -339,4 +340,111 @@ t.test('explain shows the sum with SUM written out and both sides of the toleran
   t.match(explained.text, 'groups: SUM(l.net) - 0.49 = r.amount up to 0.50 above and 0 below, at most 5 records')
   t.match(explained.passes[1].aggregate, { sum: 'SUM(l.net)', tolerance: '0.01', below: '0.01', above: '0.01' })
   t.match(explained.text, 'groups: SUM(l.net) = r.amount ± 0.01')
+})
+
+t.test('the window of sums is the equation solved exactly (property, against BigInt arithmetic)', async (t) => {
+  const { GroupEquation } = await import('../src/engine/match/equation.js')
+  const decimalArb = (maxScale: number, min: number, max: number) =>
+    fc.record({
+      units: fc.bigInt({ min: BigInt(min), max: BigInt(max) }),
+      scale: fc.integer({ min: 0, max: maxScale }),
+    })
+  await fc.assert(
+    fc.property(
+      decimalArb(3, -2000, 2000).filter((f) => f.units !== 0n),
+      decimalArb(3, -5000, 5000),
+      fc.integer({ min: 0, max: 3 }),
+      fc.integer({ min: 0, max: 3 }),
+      decimalArb(3, 0, 300),
+      decimalArb(3, 0, 300),
+      fc.integer({ min: -100_000, max: 100_000 }),
+      (factor, offset, eachScale, equalsScale, below, above, equals) => {
+        const eq = new GroupEquation({ factor, offset }, eachScale, equalsScale, { below, above })
+        const w = eq.window(equals)
+        // every value at one scale fine enough for all terms, tolerance included
+        const s = Math.max(factor.scale + eachScale, offset.scale, equalsScale, below.scale, above.scale)
+        const at = (units: bigint, scale: number) => units * 10n ** BigInt(s - scale)
+        const value = (S: number) =>
+          at(factor.units * BigInt(S), factor.scale + eachScale) + at(offset.units, offset.scale)
+        const e = at(BigInt(equals), equalsScale)
+        const center = Math.round(w.base + w.frac)
+        for (let S = Math.min(w.lo, center) - 3; S <= Math.max(w.hi, center) + 3; S++) {
+          if (Math.abs(S - center) > 2000 && S > w.lo + 3 && S < w.hi - 3) continue
+          const d = value(S) - e
+          const fits = d >= -at(below.units, below.scale) && d <= at(above.units, above.scale)
+          if (fits !== (S >= w.lo && S <= w.hi)) return false
+          if ((d === 0n) !== (w.exact === S)) return false
+          // the reported delta is the same difference at the equation's scale
+          if (BigInt(eq.delta(equals, S)) * 10n ** BigInt(s - eq.scale) !== d) return false
+        }
+        return true
+      },
+    ),
+    { numRuns: 300, seed: 15 },
+  )
+  t.pass('the window, the exact sum and the deltas agree with BigInt arithmetic')
+})
+
+t.test('every group a run emits satisfies its equation exactly (property, random fees and rates)', async (t) => {
+  const FACTORS = ['1', '0.98', '0.971', '-1', '2']
+  let groups = 0
+  await fc.assert(
+    fc.property(
+      fc.array(fc.array(fc.integer({ min: -500, max: 20_000 }), { minLength: 1, maxLength: 4 }), {
+        minLength: 1,
+        maxLength: 8,
+      }),
+      fc.constantFrom(...FACTORS),
+      fc.integer({ min: 0, max: 200 }),
+      fc.integer({ min: 0, max: 60 }),
+      fc.integer({ min: 0, max: 60 }),
+      fc.array(fc.integer({ min: -3, max: 3 }), { minLength: 8, maxLength: 8 }),
+      (payoutGroups, factor, feeCents, belowCents, aboveCents, noise) => {
+        const money = (cents: number | bigint) => {
+          const c = BigInt(cents)
+          const a = c < 0n ? -c : c
+          return `${c < 0n ? '-' : ''}${a / 100n}.${String(a % 100n).padStart(2, '0')}`
+        }
+        const fUnits = BigInt(factor.replace('.', ''))
+        const fScale = factor.includes('.') ? factor.length - factor.indexOf('.') - 1 : 0
+        const captures: Row[] = []
+        const payouts: Row[] = []
+        payoutGroups.forEach((nets, p) => {
+          for (const net of nets) captures.push({ id: `C${captures.length}`, seller: `S${p % 3}`, net: money(net) })
+          // the payout's amount: the group's value rounded to cents, then moved by a few cents
+          const value = fUnits * BigInt(nets.reduce((a, b) => a + b, 0)) - BigInt(feeCents) * 10n ** BigInt(fScale)
+          const cents = value / 10n ** BigInt(fScale) + BigInt(noise[p])
+          payouts.push({ id: `P${p}`, seller: `S${p % 3}`, amount: money(cents) })
+        })
+        const e = runRows(
+          [
+            payoutPass({
+              sum: `SUM(l.net) * ${factor} - ${money(feeCents)}`,
+              equals: 'r.amount',
+              tolerance: { below: money(belowCents), above: money(aboveCents) },
+              max_group: 4,
+            }),
+          ],
+          captures,
+          payouts,
+        )
+        if (partitionProblems(e, captures.length, payouts.length).length) return false
+        const cents = (text: string) => BigInt(text.replace('.', ''))
+        for (const m of e.matches) {
+          if (m.ambiguous) continue
+          groups++
+          const sum = m.left_keys.reduce((a, k) => a + cents(captures[Number(k.slice(1))].net as string), 0n)
+          const amount = cents(payouts[Number(m.right_keys[0].slice(1))].amount as string)
+          // at scale 2 + fScale: value - equals within [-below, above]
+          const shift = 10n ** BigInt(fScale)
+          const d = fUnits * sum - BigInt(feeCents) * shift - amount * shift
+          if (d < -BigInt(belowCents) * shift || d > BigInt(aboveCents) * shift) return false
+          if (m.deltas.amount === null || BigInt(m.deltas.amount.replace('.', '')) !== d) return false
+        }
+        return true
+      },
+    ),
+    { numRuns: 150, seed: 2015 },
+  )
+  t.ok(groups > 100, `${groups} groups checked`)
 })

@@ -164,3 +164,57 @@ t.test('every issue at once: the sum, equals and the predicate of one pass', asy
     ],
   )
 })
+
+t.test(
+  'over REST: validate locates the issue, a save is refused and stores nothing, explain shows the fee',
+  async (t) => {
+    const { testApp } = await import('./helpers/app.js')
+    const { app } = await testApp(t, {
+      files: {
+        'captures.csv': 'capture_id,seller_id,net_amount\nC1,S1,10.00\nC2,S1,20.49\n',
+        'payouts.csv': 'payout_id,seller_id,amount\nP1,S1,30.00\n',
+      },
+    })
+    for (const alias of ['captures', 'payouts'])
+      t.equal(
+        (
+          await app.inject({
+            method: 'POST',
+            url: '/api/sources',
+            payload: { alias, type: 'csv', path: `${alias}.csv` },
+          })
+        ).statusCode,
+        201,
+      )
+    const recipe = (aggregate: RecipeAggregate) => ({
+      name: 'payouts',
+      left: { source: 'captures', key: ['capture_id'] },
+      right: { source: 'payouts', key: ['payout_id'] },
+      passes: [{ name: 'payout', pattern: 'N:1', when: 'l.seller_id = r.seller_id', aggregate }],
+    })
+    const bad = recipe({ sum: 'SUM(l.net_amount) - 0.49', equals: 'l.net_amount', tolerance: { above: 0.5 } })
+    const validated = await app.inject({ method: 'POST', url: '/api/recipes/validate', payload: bad })
+    t.equal(validated.statusCode, 200)
+    t.match(validated.json(), {
+      valid: false,
+      issues: [
+        { pass: 'payout', code: 'aggregate_wrong_side', field: 'aggregate.equals', position: { start: 0, end: 12 } },
+      ],
+    })
+    const saved = await app.inject({ method: 'POST', url: '/api/recipes', payload: bad })
+    t.equal(saved.statusCode, 400)
+    t.match(saved.json(), { error: 'invalid_recipe', issues: [{ code: 'aggregate_wrong_side' }] })
+    t.same((await app.inject({ method: 'GET', url: '/api/recipes' })).json().recipes, [], 'nothing was stored')
+
+    const good = recipe({ sum: 'SUM(l.net_amount) - 0.49', equals: 'r.amount', tolerance: { above: 0.5 } })
+    t.equal((await app.inject({ method: 'POST', url: '/api/recipes', payload: good })).statusCode, 201)
+    const explained = await app.inject({ method: 'POST', url: '/api/recipes/explain', payload: good })
+    t.equal(explained.statusCode, 200, explained.body)
+    t.match(explained.json().passes[0].aggregate, {
+      sum: 'SUM(l.net_amount) - 0.49',
+      equals: 'r.amount',
+      below: '0',
+      above: '0.5',
+    })
+  },
+)
