@@ -351,7 +351,11 @@ t.test('the window of sums is the equation solved exactly (property, against Big
     })
   await fc.assert(
     fc.property(
-      decimalArb(3, -2000, 2000).filter((f) => f.units !== 0n),
+      // a factor of 1 (the common case, computed without BigInt) as often as any other
+      fc.oneof(
+        fc.constantFrom({ units: 1n, scale: 0 }, { units: 10n, scale: 1 }),
+        decimalArb(3, -2000, 2000).filter((f) => f.units !== 0n),
+      ),
       decimalArb(3, -5000, 5000),
       fc.integer({ min: 0, max: 3 }),
       fc.integer({ min: 0, max: 3 }),
@@ -383,6 +387,14 @@ t.test('the window of sums is the equation solved exactly (property, against Big
     { numRuns: 300, seed: 15 },
   )
   t.pass('the window, the exact sum and the deltas agree with BigInt arithmetic')
+  // past 2^52 a factor of 1 leaves its Number shortcut for BigInt, and stays exact
+  const big = new GroupEquation({ factor: { units: 1n, scale: 0 }, offset: { units: -49n, scale: 2 } }, 2, 2, {
+    below: { units: 0n, scale: 0 },
+    above: { units: 1n, scale: 2 },
+  })
+  const equals = 2 ** 53 - 100 // above the shortcut's limit (2^52), its window still below 2^53
+  t.same(big.window(equals), { lo: equals + 49, hi: equals + 50, exact: equals + 49, base: equals + 49, frac: 0 })
+  t.same(big.window(1000), { lo: 1049, hi: 1050, exact: 1049, base: 1049, frac: 0 })
 })
 
 t.test('every group a run emits satisfies its equation exactly (property, random fees and rates)', async (t) => {

@@ -29,6 +29,11 @@ export class GroupEquation {
   private readonly below: bigint
   private readonly above: bigint
   private readonly equalsShift: bigint
+  /**
+   * A factor of 1 with every constant a safe integer (`SUM(x)`, `SUM(x) - 0.49`): the window is
+   * plain subtraction, done in Number while the values stay below 2^53 (most recipes, every row).
+   */
+  private readonly plain: { shift: number; offset: number; below: number; above: number } | null
 
   constructor(
     sum: Pick<GroupSum, 'factor' | 'offset'>,
@@ -48,10 +53,29 @@ export class GroupEquation {
     this.below = floorAt(tolerance.below, scale)
     this.above = floorAt(tolerance.above, scale)
     this.toleranceUnits = Number(this.below > this.above ? this.below : this.above)
+    const safe = (x: bigint) => x <= BigInt(Number.MAX_SAFE_INTEGER) && x >= -BigInt(Number.MAX_SAFE_INTEGER)
+    this.plain =
+      this.factor === 1n && [this.equalsShift, this.offset, this.below, this.above].every(safe)
+        ? {
+            shift: Number(this.equalsShift),
+            offset: Number(this.offset),
+            below: Number(this.below),
+            above: Number(this.above),
+          }
+        : null
   }
 
   /** The sums that fit `equals` (units at its scale): factor × S + offset within the tolerance. */
   window(equals: number): SumWindow {
+    const p = this.plain
+    if (p !== null) {
+      // each step exact: every operand and result is an integer below 2^53 (checked, else BigInt)
+      const target = equals * p.shift - p.offset
+      const lo = target - p.below
+      const hi = target + p.above
+      if (Math.abs(equals * p.shift) <= LIMIT && Math.abs(lo) <= LIMIT && Math.abs(hi) <= LIMIT)
+        return { lo, hi, exact: target, base: target, frac: 0 }
+    }
     const a = this.factor
     const target = BigInt(equals) * this.equalsShift - this.offset
     // target - below <= a × S <= target + above
@@ -80,6 +104,9 @@ export class GroupEquation {
     return Number(this.factor * BigInt(sum) + this.offset - BigInt(equals) * this.equalsShift)
   }
 }
+
+/** Below this, sums and differences of two such integers are exact in a double. */
+const LIMIT = Number.MAX_SAFE_INTEGER / 2
 
 function floorAt(d: ExactDecimal, scale: number): bigint {
   if (d.scale <= scale) return rescale(d, scale)
