@@ -2516,12 +2516,18 @@ export interface components {
             native_query: components["schemas"]["NativeQuery"];
         };
         RecipeAggregate: {
-            /** @description the column summed over the group, e.g. r.total_amount (1:N) or l.amount (N:1) */
+            /** @description what the group adds up to: SUM(<an expression of the summed side's record>) combined with numbers by + - *, e.g. SUM(l.net_amount) - 0.49 (a fee taken once per group), SUM(r.gross_amount - r.fee_amount), SUM(r.amount) * 0.98. The summed side is r for 1:N and l for N:1. A bare column such as r.amount means SUM(r.amount) */
             sum: string;
-            /** @description what the sum must equal: the other side's amount column, e.g. l.amount */
+            /** @description what the sum must equal: an expression of the other side's record, e.g. l.amount or r.gross_amount * 0.971 - 0.30 (N:M: summed over that side of the group) */
             equals: string;
-            /** @default 0 */
-            tolerance: number | string;
+            /**
+             * @description how far the sum may be from equals: a number (either way), or { below, above } (each 0 when left out): { "below": 0, "above": 0.50 } lets the sum be up to 0.50 above equals and never below it. Among groups that fit, one that fits exactly is taken first
+             * @default 0
+             */
+            tolerance: (number | string) | {
+                below?: number | string;
+                above?: number | string;
+            };
             /** @default 5 */
             max_group: number;
         };
@@ -2662,10 +2668,12 @@ export interface components {
         ValidationIssue: {
             /** @description the pass, or null for the recipe as a whole */
             pass: string | null;
-            /** @description unknown_column, unknown_source, unknown_lookup, type_mismatch, unknown_function, syntax_error, no_usable_join, pass_cycle, … */
+            /** @description unknown_column, unknown_source, unknown_lookup, type_mismatch, unknown_function, syntax_error, no_usable_join, pass_cycle, aggregate_sum_missing, aggregate_sum_twice, aggregate_wrong_side, invalid_aggregate, missing_blocking, invalid_comparison, invalid_model, … */
             code: string;
             message: string;
-            /** @description character offsets into the pass's "when" */
+            /** @description the text the issue is about, when it is not the pass's "when" */
+            field?: "aggregate.sum" | "aggregate.equals" | "aggregate.tolerance";
+            /** @description character offsets into the pass's "when", or into the text `field` names */
             position?: {
                 start: number;
                 end: number;
@@ -2725,9 +2733,15 @@ export interface components {
                 } | null;
                 residuals: string[];
                 aggregate: {
+                    /** @description the group sum with SUM written out, e.g. SUM(l.net_amount) - 0.49 */
                     sum: string;
                     equals: string;
+                    /** @description one number when symmetric, else "below …, above …" */
                     tolerance: string;
+                    /** @description how far the sum may fall below equals */
+                    below: string;
+                    /** @description how far the sum may rise above equals */
+                    above: string;
                     max_group: number;
                 } | null;
                 scoring: {

@@ -100,7 +100,11 @@ export class PredicateError extends Error {
 
 const PREFIX = 'SELECT 1 WHERE '
 
-export function parsePredicate(when: string): Expr {
+/**
+ * Parses `when` into Concord's AST. `functions` admits calls beyond FUNCTIONS, for texts that are
+ * not predicates (an aggregate's `SUM(...)`, src/language/aggregate.ts).
+ */
+export function parsePredicate(when: string, functions: Record<string, [number, number]> = {}): Expr {
   if (when.trim() === '') throw new PredicateError('empty_predicate', 'the predicate is empty')
   let where: PgExpr | undefined
   try {
@@ -120,11 +124,14 @@ export function parsePredicate(when: string): Expr {
     )
   }
   if (!where) throw new PredicateError('syntax_error', 'the predicate is not a WHERE condition')
-  return new Converter(when).expr(where)
+  return new Converter(when, functions).expr(where)
 }
 
 class Converter {
-  constructor(private readonly source: string) {}
+  constructor(
+    private readonly source: string,
+    private readonly extra: Record<string, [number, number]>,
+  ) {}
 
   private pos(node: PgExpr): Position {
     const loc = (node as { _location?: { start: number; end: number } })._location
@@ -184,7 +191,7 @@ class Converter {
       case 'call': {
         const name = node.function.name.toLowerCase()
         if (node.function.schema) this.unsupported(node, `function ${node.function.schema}.${name}`)
-        const arity = FUNCTIONS[name]
+        const arity = FUNCTIONS[name] ?? this.extra[name]
         if (!arity) {
           throw new PredicateError(
             'unknown_function',

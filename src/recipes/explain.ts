@@ -5,10 +5,20 @@ import { scoredPairs } from '../engine/match/pass.js'
 import { orderPasses } from '../engine/plan/passes.js'
 import { comparedColumns } from '../engine/reconcile.js'
 import { type PassPlan, planPass } from '../engine/plan/plan.js'
+import { aggregateExprs, groupSum, groupTolerance, printGroupSum } from '../language/aggregate.js'
+import { decimalText } from '../language/decimal.js'
 import { type Expr, parsePredicate } from '../language/predicate.js'
 import { printExpr } from '../language/print.js'
 import { lookupsIn } from './lookups.js'
-import { conditionOf, isProbabilistic, type Pattern, type Recipe, type RecipeModel, type RecipePass } from './schema.js'
+import {
+  conditionOf,
+  isProbabilistic,
+  type Pattern,
+  type Recipe,
+  type RecipeAggregate,
+  type RecipeModel,
+  type RecipePass,
+} from './schema.js'
 import { blockingJoin } from '../engine/match/probabilistic/blocking.js'
 import { comparisonKind, comparisonLabels } from '../engine/match/probabilistic/comparisons.js'
 import { DEFAULT_THRESHOLD } from '../engine/match/probabilistic/pass.js'
@@ -31,7 +41,16 @@ export interface PassExplain {
     from: string[]
   } | null
   residuals: string[]
-  aggregate: { sum: string; equals: string; tolerance: string; max_group: number } | null
+  aggregate: {
+    sum: string
+    equals: string
+    /** The tolerance as one number when symmetric, else "below …, above …". */
+    tolerance: string
+    /** How far the sum may fall below `equals`, and rise above it. */
+    below: string
+    above: string
+    max_group: number
+  } | null
   scoring: { amount: string | null; date: string | null; similarity: string | null }
   /** The recipe's lookup tables this pass reads, each indexed once per run. */
   lookups: { name: string; source: string; key: string[]; as_of: string | null }[]
@@ -84,14 +103,7 @@ export function explainRecipe(
       hash_keys: plan.keys.map((k) => ({ left: printExpr(k.left), right: printExpr(k.right) })),
       band: bandOf(plan),
       residuals: plan.residuals.map((c) => c.text),
-      aggregate: pass.aggregate
-        ? {
-            sum: pass.aggregate.sum,
-            equals: pass.aggregate.equals,
-            tolerance: String(pass.aggregate.tolerance ?? 0),
-            max_group: pass.aggregate.max_group ?? 5,
-          }
-        : null,
+      aggregate: pass.aggregate ? aggregateOf(pass.aggregate) : null,
       scoring: {
         amount: scored.amount ? `l.${scored.amount.l} - r.${scored.amount.r}` : null,
         date: scored.date ? `r.${scored.date.r} - l.${scored.date.l} (days)` : null,
@@ -101,14 +113,10 @@ export function explainRecipe(
             : `similarity(l.${similar.l}, r.${similar.r})`
           : null,
       },
-      lookups: passLookups(recipe, [when, ...aggregateExprs(pass)]),
+      lookups: passLookups(recipe, [when, ...(pass.aggregate ? aggregateExprs(pass.aggregate) : [])]),
     }
   })
   return { passes, text: passes.map(passText).join('\n\n') }
-}
-
-function aggregateExprs(pass: Recipe['passes'][number]): Expr[] {
-  return pass.aggregate ? [parsePredicate(pass.aggregate.sum), parsePredicate(pass.aggregate.equals)] : []
 }
 
 function passLookups(recipe: Recipe, exprs: Expr[]): PassExplain['lookups'] {
@@ -178,6 +186,26 @@ function withWeights(model: RecipeModel): RecipeModel {
   }
 }
 
+function aggregateOf(agg: RecipeAggregate): NonNullable<PassExplain['aggregate']> {
+  const t = groupTolerance(agg.tolerance)
+  const below = decimalText(t.below)
+  const above = decimalText(t.above)
+  let sum = agg.sum
+  try {
+    sum = printGroupSum(groupSum(agg.sum))
+  } catch {
+    // explain runs on validated recipes; a broken sum is shown as written
+  }
+  return {
+    sum,
+    equals: agg.equals,
+    tolerance: below === above ? below : `below ${below}, above ${above}`,
+    below,
+    above,
+    max_group: agg.max_group ?? 5,
+  }
+}
+
 function bandOf(plan: PassPlan): PassExplain['band'] {
   if (plan.keys.length || !plan.band) return null
   const b = plan.band
@@ -203,10 +231,13 @@ function passText(p: PassExplain): string {
     lines.push(`  band join: ${p.band.column} in ${lo}, ${hi}  (sorted, then searched per record)`)
   }
   lines.push(`  residual: ${p.residuals.length ? p.residuals.join(' AND ') : 'none'}`)
-  if (p.aggregate)
+  const a = p.aggregate
+  if (a) {
+    const within = a.below === a.above ? `± ${a.above}` : `up to ${a.above} above and ${a.below} below`
     lines.push(
-      `  groups: sum(${p.aggregate.sum}) = ${p.aggregate.equals} ± ${p.aggregate.tolerance}, at most ${p.aggregate.max_group} records`,
+      `  groups: ${a.sum} = ${a.equals} ${within}, at most ${a.max_group} records (an exact fit first, then the smallest group, then the closest)`,
     )
+  }
   for (const l of p.lookups)
     lines.push(
       `  lookup ${l.name}: ${l.source} by ${l.key.join(', ')}${l.as_of ? `, latest ${l.as_of} on or before` : ''} (hash index, built once per run)`,

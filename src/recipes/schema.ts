@@ -5,12 +5,41 @@ import { type Static, Type } from 'typebox'
 export const PATTERNS = ['1:1', '1:N', 'N:1', 'N:M'] as const
 export type Pattern = (typeof PATTERNS)[number]
 
+const ToleranceAmount = Type.Union([Type.Number({ minimum: 0 }), Type.String({ pattern: '^\\d+(\\.\\d+)?$' })])
+
 export const AggregateSchema = Type.Object(
   {
-    sum: Type.String({ description: 'the column summed over the group, e.g. r.total_amount (1:N) or l.amount (N:1)' }),
-    equals: Type.String({ description: "what the sum must equal: the other side's amount column, e.g. l.amount" }),
+    sum: Type.String({
+      description:
+        "what the group adds up to: SUM(<an expression of the summed side's record>) combined with numbers by + - *, " +
+        'e.g. SUM(l.net_amount) - 0.49 (a fee taken once per group), SUM(r.gross_amount - r.fee_amount), ' +
+        'SUM(r.amount) * 0.98. The summed side is r for 1:N and l for N:1. A bare column such as r.amount means SUM(r.amount)',
+    }),
+    equals: Type.String({
+      description:
+        "what the sum must equal: an expression of the other side's record, e.g. l.amount or r.gross_amount * 0.971 - 0.30 " +
+        '(N:M: summed over that side of the group)',
+    }),
     tolerance: Type.Optional(
-      Type.Union([Type.Number({ minimum: 0 }), Type.String({ pattern: '^\\d+(\\.\\d+)?$' })], { default: 0 }),
+      Type.Union(
+        [
+          ToleranceAmount,
+          Type.Object(
+            {
+              below: Type.Optional(ToleranceAmount),
+              above: Type.Optional(ToleranceAmount),
+            },
+            { additionalProperties: false, minProperties: 1 },
+          ),
+        ],
+        {
+          default: 0,
+          description:
+            'how far the sum may be from equals: a number (either way), or { below, above } (each 0 when left out): ' +
+            '{ "below": 0, "above": 0.50 } lets the sum be up to 0.50 above equals and never below it. ' +
+            'Among groups that fit, one that fits exactly is taken first',
+        },
+      ),
     ),
     max_group: Type.Optional(Type.Integer({ minimum: 2, maximum: 12, default: 5 })),
   },
@@ -239,7 +268,7 @@ export const RecipeSchema = Type.Object(
 export interface RecipeAggregate {
   sum: string
   equals: string
-  tolerance?: number | string
+  tolerance?: number | string | { below?: number | string; above?: number | string }
   max_group?: number
 }
 export interface RecipeComparison {
@@ -330,7 +359,7 @@ export type RecipeStatic = Static<typeof RecipeSchema>
 
 const Position = Type.Object(
   { start: Type.Integer(), end: Type.Integer() },
-  { description: 'character offsets into the pass\'s "when"' },
+  { description: 'character offsets into the pass\'s "when", or into the text `field` names' },
 )
 
 export const ValidationIssueSchema = Type.Object(
@@ -338,9 +367,18 @@ export const ValidationIssueSchema = Type.Object(
     pass: Type.Union([Type.String(), Type.Null()], { description: 'the pass, or null for the recipe as a whole' }),
     code: Type.String({
       description:
-        'unknown_column, unknown_source, unknown_lookup, type_mismatch, unknown_function, syntax_error, no_usable_join, pass_cycle, …',
+        'unknown_column, unknown_source, unknown_lookup, type_mismatch, unknown_function, syntax_error, no_usable_join, pass_cycle, ' +
+        'aggregate_sum_missing, aggregate_sum_twice, aggregate_wrong_side, invalid_aggregate, missing_blocking, invalid_comparison, invalid_model, …',
     }),
     message: Type.String(),
+    field: Type.Optional(
+      Type.Union(
+        [Type.Literal('aggregate.sum'), Type.Literal('aggregate.equals'), Type.Literal('aggregate.tolerance')],
+        {
+          description: 'the text the issue is about, when it is not the pass\'s "when"',
+        },
+      ),
+    ),
     position: Type.Optional(Position),
     suggestion: Type.Optional(Type.String()),
   },
@@ -410,9 +448,11 @@ export const ExplainReplySchema = Type.Object(
         residuals: Type.Array(Type.String()),
         aggregate: Type.Union([
           Type.Object({
-            sum: Type.String(),
+            sum: Type.String({ description: 'the group sum with SUM written out, e.g. SUM(l.net_amount) - 0.49' }),
             equals: Type.String(),
-            tolerance: Type.String(),
+            tolerance: Type.String({ description: 'one number when symmetric, else "below …, above …"' }),
+            below: Type.String({ description: 'how far the sum may fall below equals' }),
+            above: Type.String({ description: 'how far the sum may rise above equals' }),
             max_group: Type.Integer(),
           }),
           Type.Null(),

@@ -6,10 +6,11 @@ import { Value } from 'typebox/value'
 import { resolveConditions } from '../engine/load/filter.js'
 import { orderPasses, PassGraphError } from '../engine/plan/passes.js'
 import { planPass } from '../engine/plan/plan.js'
-import type { ColumnInfo } from '../engine/data/types.js'
 import { ConcordError } from '../errors.js'
 import { lookupIssues } from './lookups.js'
 import { paramIssues } from './params.js'
+import type { AggregateField } from '../language/aggregate.js'
+import { aggregateIssues } from '../language/aggregate-check.js'
 import { type Position, PredicateError, parsePredicate } from '../language/predicate.js'
 import { isProbabilistic, type Recipe, type RecipePass, recipeSchemas } from './schema.js'
 import { blockingJoin } from '../engine/match/probabilistic/blocking.js'
@@ -20,6 +21,8 @@ export interface ValidationIssue {
   pass: string | null
   code: string
   message: string
+  /** The text `position` points into: the pass's `when` unless said otherwise. */
+  field?: AggregateField
   position?: Position
   suggestion?: string
 }
@@ -89,6 +92,15 @@ export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationRepo
       probabilisticIssues(pass, schemas).forEach(add)
       continue
     }
+    // the aggregate is checked whatever state `when` is in: every issue, not the first
+    if (pass.pattern !== '1:1') passAggregateIssues(pass, schemas).forEach(add)
+    else if (pass.aggregate)
+      add({
+        pass: pass.name,
+        code: 'unexpected_aggregate',
+        message: 'a 1:1 pass takes no aggregate',
+        suggestion: 'use pattern 1:N, N:1 or N:M for group sums',
+      })
     const stray = PROBABILISTIC_FIELDS.filter((f) => pass[f] !== undefined)
     if (stray.length)
       add({
@@ -118,14 +130,6 @@ export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationRepo
           "add an equality such as l.reference = r.ref, or a range such as r.date BETWEEN l.date - INTERVAL '3 days' AND l.date",
       })
     }
-    if (pass.pattern !== '1:1') aggregateIssues(pass, schemas).forEach(add)
-    else if (pass.aggregate)
-      add({
-        pass: pass.name,
-        code: 'unexpected_aggregate',
-        message: 'a 1:1 pass takes no aggregate',
-        suggestion: 'use pattern 1:N, N:1 or N:M for group sums',
-      })
     if (pass.pattern === 'N:M' && plan.keys.length === 0) {
       add({
         pass: pass.name,
@@ -241,61 +245,22 @@ function probabilisticIssues(pass: RecipePass, schemas: Schemas): ValidationIssu
   return out
 }
 
-function aggregateIssues(pass: Recipe['passes'][number], schemas: Schemas): ValidationIssue[] {
-  const out: ValidationIssue[] = []
-  const agg = pass.aggregate
-  if (!agg) {
+function passAggregateIssues(pass: Recipe['passes'][number], schemas: Schemas): ValidationIssue[] {
+  if (!pass.aggregate)
     return [
       {
         pass: pass.name,
         code: 'missing_aggregate',
         message: `a ${pass.pattern} pass needs an aggregate`,
-        suggestion: '"aggregate": { "sum": "r.amount", "equals": "l.amount", "tolerance": 0.01, "max_group": 5 }',
+        suggestion: '"aggregate": { "sum": "SUM(r.amount)", "equals": "l.amount", "tolerance": 0.01, "max_group": 5 }',
       },
     ]
-  }
-  const column = (text: string, what: string): ColumnInfo | undefined => {
-    const m = /^\s*([lr])\.([A-Za-z_][A-Za-z0-9_]*)\s*$/.exec(text)
-    if (!m) {
-      out.push({
-        pass: pass.name,
-        code: 'invalid_aggregate',
-        message: `aggregate.${what} must be a column such as r.amount`,
-      })
-      return undefined
-    }
-    const col = schemas[m[1] as 'l' | 'r'].find((c) => c.name === m[2])
-    if (!col)
-      out.push({ pass: pass.name, code: 'unknown_column', message: `aggregate.${what}: no column ${text.trim()}` })
-    else if (col.type !== 'decimal' && col.type !== 'integer')
-      out.push({
-        pass: pass.name,
-        code: 'type_mismatch',
-        message: `aggregate.${what} must be a decimal or integer column, ${text.trim()} is ${col.type}`,
-      })
-    return col
-  }
-  column(agg.sum, 'sum')
-  column(agg.equals, 'equals')
-  const sumSide = agg.sum.trim()[0]
-  const eqSide = agg.equals.trim()[0]
-  if (sumSide === eqSide)
-    out.push({
-      pass: pass.name,
-      code: 'invalid_aggregate',
-      message: 'aggregate.sum and aggregate.equals must be on opposite sides',
-    })
-  if (pass.pattern === '1:N' && sumSide !== 'r')
-    out.push({
-      pass: pass.name,
-      code: 'invalid_aggregate',
-      message: 'a 1:N pass sums right records: aggregate.sum is an r. column',
-    })
-  if (pass.pattern === 'N:1' && sumSide !== 'l')
-    out.push({
-      pass: pass.name,
-      code: 'invalid_aggregate',
-      message: 'an N:1 pass sums left records: aggregate.sum is an l. column',
-    })
-  return out
+  return aggregateIssues(pass.aggregate, pass.pattern, schemas).map((e) => ({
+    pass: pass.name,
+    code: e.code,
+    message: e.message,
+    field: e.field,
+    ...(e.pos ? { position: e.pos } : {}),
+    ...(e.suggestion ? { suggestion: e.suggestion } : {}),
+  }))
 }

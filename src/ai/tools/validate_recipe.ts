@@ -22,6 +22,11 @@ const output = Type.Object({
       pass: Type.Union([Type.String(), Type.Null()]),
       code: Type.String(),
       message: Type.String(),
+      field: Type.Optional(
+        Type.String({
+          description: 'aggregate.sum, aggregate.equals or aggregate.tolerance: the text position points into',
+        }),
+      ),
       position: Type.Optional(Type.Object({ start: Type.Integer(), end: Type.Integer() })),
       suggestion: Type.Optional(Type.String()),
     }),
@@ -42,7 +47,7 @@ function report(input: Static<typeof Input>) {
 export const validateRecipe: AiTool<typeof Input, typeof output> = {
   name: 'validate_recipe',
   description:
-    "Checks a recipe against the two sources' schemas without running it: unknown columns (with the nearest names), type mismatches, unknown functions, syntax errors with their position, passes with no usable join, cycles in `after`.",
+    "Checks a recipe against the two sources' schemas without running it: unknown columns (with the nearest names), type mismatches, unknown functions, syntax errors with their position, passes with no usable join, cycles in `after`, group sums (SUM(...) missing, twice or on the wrong side).",
   input: Input,
   output,
   prompt:

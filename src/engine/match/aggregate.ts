@@ -1,13 +1,15 @@
 // Aggregate patterns. 1:N (and N:1, mirrored): one record against a group of its candidates on
-// the other side whose amounts sum to its amount within tolerance, found by a bounded
-// subset-sum search (not merely "all candidates"). N:M: key groups on both sides whose sums agree.
-// Amounts are integer units at one scale, so sums and tolerances are exact.
+// the other side whose amounts sum to what its amount asks (a window of sums solved from the pass's
+// equation, equation.ts), found by a bounded subset-sum search (not merely "all candidates").
+// Amounts are integer units at one scale, so sums and windows are exact.
+
+import type { SumWindow } from './equation.js'
 
 export interface GroupMatch {
   one: number
   many: number[]
-  /** one's amount minus the group's sum, in units. */
-  delta: number
+  /** The group's sum, in units of the summed amounts. */
+  sum: number
   ambiguous: boolean
   alternatives?: number[]
 }
@@ -28,21 +30,22 @@ export interface SearchBounds {
 export const noBounds = (): SearchBounds => ({ candidates_capped: 0, visits_exhausted: 0, groups_over_max: 0 })
 
 /**
- * For each record of the "one" side (most constrained first), the smallest subset (size 1..maxGroup)
- * of its free candidates whose sum is within `tolerance` of its amount, closest first.
- * Two different best subsets are a tie: the match is flagged ambiguous and holds both.
+ * For each record of the "one" side (most constrained first), the best subset (size 1..maxGroup)
+ * of its free candidates whose sum is in the record's window: one that fits exactly first, then
+ * the smallest, then the closest. Two different best subsets are a tie: the match is flagged
+ * ambiguous and holds both.
  *
  * Candidates are pruned and ranked before the search's cap applies, so which group is found does
  * not depend on the order the join produced them: a candidate that cannot be part of any group
- * (larger than the amount plus tolerance when no candidate is negative) is dropped, the rest are
+ * (above the window's top when no candidate is negative) is dropped, the rest are
  * ranked by `rank` (how alike the pair is, by date and reference: higher first), then by amount
  * closeness, and only then cut to `MAX_CANDIDATES`.
  */
 export function matchGroups(
   candidates: Map<number, number[]>,
-  oneAmount: (row: number) => number | null,
+  /** The sums that fit a record of the "one" side; null when its amount is NULL. */
+  windowOf: (row: number) => SumWindow | null,
   manyAmount: (row: number) => number | null,
-  tolerance: number,
   maxGroup: number,
   manyFree: Uint8Array,
   rank: (one: number, many: number) => number = () => 0,
@@ -50,39 +53,75 @@ export function matchGroups(
 ): GroupMatch[] {
   const out: GroupMatch[] = []
   const order = [...candidates.keys()].sort((a, b) => candidates.get(a)!.length - candidates.get(b)!.length || a - b)
-  for (const one of order) {
-    const target = oneAmount(one)
-    if (target === null) continue
-    const items = usableCandidates(one, target, candidates.get(one)!, manyAmount, tolerance, manyFree, rank)
-    if (items.length === 0) continue
-    if (items.length > MAX_CANDIDATES) {
-      bounds.candidates_capped++
-      items.length = MAX_CANDIDATES
+  const windows = new Map<number, SumWindow | null>()
+  const decided = new Set<number>()
+  // Exact fits first, for every record, then fits within tolerance: a record's near group must not
+  // take the members another record's exact equation needs (a wider tolerance then costs nothing).
+  for (const round of ['exact', 'within'] as const) {
+    for (const one of order) {
+      if (decided.has(one)) continue
+      if (!windows.has(one)) windows.set(one, windowOf(one))
+      const full = windows.get(one)!
+      if (full === null || full.lo > full.hi) continue
+      let window = full
+      if (round === 'exact') {
+        if (full.exact === null || full.exact < full.lo || full.exact > full.hi) continue
+        window = { ...full, lo: full.exact, hi: full.exact }
+      }
+      // a tolerance of 0: the exact round is the whole search
+      const last = round === 'within' || (window.lo === full.lo && window.hi === full.hi)
+      const match = searchGroup(one, window, candidates.get(one)!, manyAmount, maxGroup, manyFree, rank, bounds, last)
+      if (match || last) decided.add(one)
+      if (match) out.push(match)
     }
-    const values = items.map((j) => manyAmount(j)!)
-    const found = bestSubsets(values, target, tolerance, maxGroup)
-    if (found?.exhausted) bounds.visits_exhausted++
-    if (!found?.best) continue
-    const chosen = found.best.map((k) => items[k])
-    const match: GroupMatch = { one, many: chosen, delta: target - found.sum, ambiguous: found.tied !== undefined }
-    if (found.tied) {
-      const alt = found.tied.map((k) => items[k]).filter((j) => !chosen.includes(j))
-      match.alternatives = alt
-      for (const j of alt) manyFree[j] = 0
-    }
-    for (const j of chosen) manyFree[j] = 0
-    out.push(match)
   }
   return out
+}
+
+/**
+ * One record's best group within `window`, its members taken. The bounds the search met are
+ * counted when it found a group or is the record's `last` search (an exact round that found
+ * nothing is searched again within tolerance, and counted there).
+ */
+function searchGroup(
+  one: number,
+  window: SumWindow,
+  list: number[],
+  manyAmount: (row: number) => number | null,
+  maxGroup: number,
+  manyFree: Uint8Array,
+  rank: (one: number, many: number) => number,
+  bounds: SearchBounds,
+  last: boolean,
+): GroupMatch | null {
+  const items = usableCandidates(one, window, list, manyAmount, manyFree, rank)
+  if (items.length === 0) return null
+  const capped = items.length > MAX_CANDIDATES
+  if (capped) items.length = MAX_CANDIDATES
+  const values = items.map((j) => manyAmount(j)!)
+  const found = bestSubsets(values, window, maxGroup)
+  if (found?.best || last) {
+    if (capped) bounds.candidates_capped++
+    if (found?.exhausted) bounds.visits_exhausted++
+  }
+  if (!found?.best) return null
+  const chosen = found.best.map((k) => items[k])
+  const match: GroupMatch = { one, many: chosen, sum: found.sum, ambiguous: found.tied !== undefined }
+  if (found.tied) {
+    const alt = found.tied.map((k) => items[k]).filter((j) => !chosen.includes(j))
+    match.alternatives = alt
+    for (const j of alt) manyFree[j] = 0
+  }
+  for (const j of chosen) manyFree[j] = 0
+  return match
 }
 
 /** The free candidates that could be in a group, best-ranked first. */
 function usableCandidates(
   one: number,
-  target: number,
+  window: SumWindow,
   list: number[],
   amount: (row: number) => number | null,
-  tolerance: number,
   free: Uint8Array,
   rank: (one: number, many: number) => number,
 ): number[] {
@@ -96,12 +135,12 @@ function usableCandidates(
     if (value > 0) positive = true
     items.push({ row: j, value, rank: 0 })
   }
-  // with every amount of one sign, a candidate beyond the target (plus tolerance) fits no group
-  const fits = (v: number) =>
-    negative && positive ? true : negative ? v >= target - tolerance : v <= target + tolerance
+  // with every amount of one sign, a candidate beyond the window fits no group
+  const fits = (v: number) => (negative && positive ? true : negative ? v >= window.lo : v <= window.hi)
   const kept = items.filter((x) => fits(x.value))
   for (const x of kept) x.rank = rank(one, x.row)
-  kept.sort((a, b) => b.rank - a.rank || Math.abs(target - a.value) - Math.abs(target - b.value) || a.row - b.row)
+  const off = (v: number) => Math.abs(v - window.base - window.frac)
+  kept.sort((a, b) => b.rank - a.rank || off(a.value) - off(b.value) || a.row - b.row)
   return kept.map((x) => x.row)
 }
 
@@ -114,16 +153,16 @@ interface SubsetResult {
   exhausted: boolean
 }
 
-/** Depth-first over items sorted by value, pruned by the reachable range; bounded in visits. */
-export function bestSubsets(
-  values: number[],
-  target: number,
-  tolerance: number,
-  maxGroup: number,
-): SubsetResult | undefined {
+/**
+ * Depth-first over items sorted by value, pruned by the reachable range; bounded in visits. A
+ * subset whose sum is the exact one beats any other, then fewer items, then closer to the ideal
+ * sum; once a group is found, larger ones are searched only for an exact fit.
+ */
+export function bestSubsets(values: number[], window: SumWindow, maxGroup: number): SubsetResult | undefined {
   const idx = values.map((_, k) => k).sort((a, b) => values[b] - values[a])
   const v = idx.map((k) => values[k])
   const n = v.length
+  const { lo, hi, exact, base, frac } = window
   // suffix sums of positives/negatives bound what the remaining items can still add
   const maxAdd = new Array<number>(n + 1).fill(0)
   const minAdd = new Array<number>(n + 1).fill(0)
@@ -135,24 +174,31 @@ export function bestSubsets(
   let tied: number[] | undefined
   let visits = 0
   const chosen: number[] = []
-  const better = (diff: number, size: number) =>
-    !best || size < best.set.length || (size === best.set.length && diff < best.diff)
+  // how far a sum is from the ideal: 0 only for the exact sum (S - base is a small exact integer)
+  const distance = (sum: number) => Math.abs(sum - base - frac)
+  const better = (diff: number, size: number) => {
+    if (!best) return true
+    if ((diff === 0) !== (best.diff === 0)) return diff === 0
+    return size < best.set.length || (size === best.set.length && diff < best.diff)
+  }
   const visit = (k: number, sum: number) => {
     if (++visits > MAX_VISITS) return
-    if (chosen.length > 0) {
-      const diff = Math.abs(target - sum)
-      if (diff <= tolerance) {
-        if (better(diff, chosen.length)) {
-          best = { set: [...chosen], diff, sum }
-          tied = undefined
-        } else if (best && diff === best.diff && chosen.length === best.set.length) {
-          tied ??= [...chosen]
-        }
+    if (chosen.length > 0 && sum >= lo && sum <= hi) {
+      const diff = distance(sum)
+      if (better(diff, chosen.length)) {
+        best = { set: [...chosen], diff, sum }
+        tied = undefined
+      } else if (best && diff === best.diff && chosen.length === best.set.length) {
+        tied ??= [...chosen]
       }
     }
     if (chosen.length >= maxGroup || k >= n) return
-    if (best && chosen.length + 1 > best.set.length) return
-    if (sum + maxAdd[k] < target - tolerance || sum + minAdd[k] > target + tolerance) return
+    // past the best group's size only an exact fit can still win
+    const growing = best !== undefined && chosen.length + 1 > best.set.length
+    if (growing && (best!.diff === 0 || exact === null)) return
+    const from = growing ? exact! : lo
+    const to = growing ? exact! : hi
+    if (sum + maxAdd[k] < from || sum + minAdd[k] > to) return
     for (let m = k; m < n; m++) {
       chosen.push(m)
       visit(m + 1, sum + v[m])

@@ -4,10 +4,12 @@
 // the tables themselves. Either way the compiled code reads one pair of tables (`space`), and
 // matches are emitted in table rows.
 
-import type { Expr, Side } from '../../language/predicate.js'
+import type { Expr } from '../../language/predicate.js'
 import { parsePredicate } from '../../language/predicate.js'
+import { aggregateExprs } from '../../language/aggregate.js'
 import { conditionOf, type RecipePass } from '../../recipes/schema.js'
-import { matchGroups, noBounds, type SearchBounds } from './aggregate.js'
+import type { SearchBounds } from './aggregate.js'
+import { aggregatePass, type PreparedAggregate, prepareAggregate } from './group-pass.js'
 import { assignOneToOne } from './assign.js'
 import { CompileError, ExprCompiler } from '../plan/compile.js'
 import type { MatchBuilder } from '../explain/evidence.js'
@@ -22,7 +24,6 @@ import type { Table } from '../data/table.js'
 import type { ColumnInfo } from '../data/types.js'
 import type { LookupSet } from '../data/lookup.js'
 import { TypeChecker } from '../../language/types.js'
-import { POW10 } from '../data/values.js'
 
 /**
  * The amount and date pairs the recipe compares, from its first pass that compares each. A pass
@@ -97,16 +98,6 @@ export interface PassEvidence {
   search?: SearchBounds
 }
 
-/** An aggregate pass's amounts as integer units at one scale, and its limits. */
-interface PreparedAggregate {
-  sumSide: Side
-  sum: (row: number) => number | null
-  equals: (row: number) => number | null
-  scale: number
-  tolerance: number
-  maxGroup: number
-}
-
 /**
  * Parses, plans and compiles a pass over `tables`. With `external`, another engine finds the
  * candidates (the PostgreSQL engine): the predicate is checked against the sources' full schemas,
@@ -137,15 +128,13 @@ export function preparePass(
   if (!plan.keys.length && !plan.band)
     throw new Error(`pass "${pass.name}" has no usable join: add an equality or a range between l and r columns`)
   const scored = scoredPairs(plan, compared)
-  const aggregateExprs = pass.aggregate
-    ? [parsePredicate(pass.aggregate.sum), parsePredicate(pass.aggregate.equals)]
-    : []
+  const aggregateReads = pass.aggregate ? aggregateExprs(pass.aggregate) : []
   const space: PassSpace =
     plan.keys.length && !external
       ? partitionedSpace(
           plan,
           tables,
-          [...plan.conjuncts.map((c) => c.expr), ...aggregateExprs],
+          [...plan.conjuncts.map((c) => c.expr), ...aggregateReads],
           scored,
           parallel,
           lookups,
@@ -164,7 +153,7 @@ export function preparePass(
     checks: external ? { failed: () => 0, checked: [], total: plan.conjuncts.length } : conjunctChecks(plan, compiler),
     scorer,
     aggregate,
-    amountScale: aggregate ? aggregate.scale : scorer.amountScale,
+    amountScale: aggregate ? aggregate.equation.scale : scorer.amountScale,
   }
 }
 
@@ -174,7 +163,7 @@ export function assignmentColumns(
   plan: PassPlan,
   compared: ComparedColumns,
 ): { l: Set<string>; r: Set<string> } {
-  const exprs = pass.aggregate ? [parsePredicate(pass.aggregate.sum), parsePredicate(pass.aggregate.equals)] : []
+  const exprs = pass.aggregate ? aggregateExprs(pass.aggregate) : []
   return withScoredColumns(referencedColumns(exprs), scoredPairs(plan, compared))
 }
 
@@ -219,47 +208,6 @@ function partitionedSpace(
     rightRows: right.rows,
     partitioned: { left, right, equal: () => false },
   }
-}
-
-function prepareAggregate(pass: RecipePass, c: ExprCompiler): PreparedAggregate {
-  const agg = pass.aggregate
-  if (!agg)
-    throw new Error(`pass "${pass.name}" (${pass.pattern}) needs an aggregate: { sum, equals, tolerance, max_group }`)
-  const sumExpr = parsePredicate(agg.sum)
-  const equalsExpr = parsePredicate(agg.equals)
-  const sumSide = sideOfColumn(sumExpr, 'aggregate.sum')
-  const equalsSide = sideOfColumn(equalsExpr, 'aggregate.equals')
-  if (sumSide === equalsSide) throw new Error('aggregate.sum and aggregate.equals must be on opposite sides')
-  if (pass.pattern === '1:N' && sumSide !== 'r')
-    throw new Error('a 1:N pass sums right records: aggregate.sum must be an r. column')
-  if (pass.pattern === 'N:1' && sumSide !== 'l')
-    throw new Error('an N:1 pass sums left records: aggregate.sum must be an l. column')
-  const [sumC, eqC, common] = c.operands(sumExpr, equalsExpr)
-  if (common.kind !== 'decimal' && common.kind !== 'integer')
-    throw new Error('aggregate amounts must be decimal or integer columns')
-  const scale = common.scale ?? 0
-  const rowVar = (s: Side) => (s === 'l' ? 'i' : 'j')
-  return {
-    sumSide,
-    sum: c.build(rowVar(sumSide), sumC.code),
-    equals: c.build(rowVar(equalsSide), eqC.code),
-    scale,
-    tolerance: toUnits(agg.tolerance ?? 0, scale),
-    maxGroup: agg.max_group ?? 5,
-  }
-}
-
-function sideOfColumn(e: Expr, what: string): Side {
-  if (e.kind !== 'column') throw new Error(`${what} must be a column such as r.amount`)
-  return e.side
-}
-
-/** A tolerance in units at `scale`, rounded down: a tolerance finer than the scale allows no extra difference. */
-export function toUnits(t: number | string, scale: number): number {
-  const text = typeof t === 'number' ? String(t) : t
-  const [int, frac = ''] = text.split('.')
-  if (frac.length > scale) return Math.floor(Number(`${int}${frac}`) / POW10[frac.length - scale])
-  return Number(`${int}${frac.padEnd(scale, '0')}`)
 }
 
 const round = (x: number) => Math.round(x * 1e6) / 1e6
@@ -343,124 +291,6 @@ export function runPass(
     })
   } else evidence.search = aggregatePass(p, pairs, lf, rf, sink.group)
   return evidence
-}
-
-type GroupSink = (l: number[], r: number[], score: number, ambiguous: boolean, amount: number, days: number) => void
-
-function aggregatePass(
-  p: PreparedPass,
-  pairs: PairList,
-  leftFree: Uint8Array,
-  rightFree: Uint8Array,
-  emit: GroupSink,
-): SearchBounds {
-  const bounds = noBounds()
-  const agg = p.aggregate!
-  const { tolerance } = agg
-  const closeness = (delta: number) => 0.5 + 0.5 * (1 - Math.min(1, Math.abs(delta) / Math.max(1, tolerance * 2)))
-
-  if (p.pass.pattern === 'N:M') {
-    const leftAmount = agg.sumSide === 'l' ? agg.sum : agg.equals
-    const rightAmount = agg.sumSide === 'r' ? agg.sum : agg.equals
-    // max_group bounds each side of an N:M group only when the recipe declares it
-    const limit = p.pass.aggregate?.max_group ?? Infinity
-    for (const g of keyGroups(pairs, leftFree.length, rightFree.length)) {
-      if (g.left.length > limit || g.right.length > limit) {
-        bounds.groups_over_max++
-        continue
-      }
-      const delta = groupDelta(g.left, g.right, leftAmount, rightAmount)
-      if (delta === null || Math.abs(delta) > tolerance) continue
-      for (const i of g.left) leftFree[i] = 0
-      for (const j of g.right) rightFree[j] = 0
-      emit(g.left, g.right, closeness(delta), false, delta, Number.NaN)
-    }
-    return bounds
-  }
-
-  // 1:N: one left against many right (sum on r); N:1: one right against many left (sum on l)
-  const oneSide: Side = p.pass.pattern === '1:N' ? 'l' : 'r'
-  const candidates = new Map<number, number[]>()
-  for (let n = 0; n < pairs.length; n++) {
-    const one = oneSide === 'l' ? pairs.left[n] : pairs.right[n]
-    const many = oneSide === 'l' ? pairs.right[n] : pairs.left[n]
-    const list = candidates.get(one)
-    if (list) list.push(many)
-    else candidates.set(one, [many])
-  }
-  const oneFree = oneSide === 'l' ? leftFree : rightFree
-  const manyFree = oneSide === 'l' ? rightFree : leftFree
-  const likeness = p.scorer.likeness
-  const rank = oneSide === 'l' ? likeness : (one: number, many: number) => likeness(many, one)
-  for (const g of matchGroups(candidates, agg.equals, agg.sum, tolerance, agg.maxGroup, manyFree, rank, bounds)) {
-    oneFree[g.one] = 0
-    const many = [...g.many, ...(g.alternatives ?? [])].sort((a, b) => a - b)
-    const l = oneSide === 'l' ? [g.one] : many
-    const r = oneSide === 'l' ? many : [g.one]
-    // delta is left minus right: for N:1 the group is on the left
-    const delta = oneSide === 'l' ? g.delta : -g.delta
-    emit(l, r, closeness(g.delta), g.ambiguous, delta, p.scorer.days(l[0], r[0]))
-  }
-  return bounds
-}
-
-/** Left sum minus right sum, in units; null when an amount is NULL (a group of unknown sum never matches). */
-function groupDelta(
-  left: number[],
-  right: number[],
-  leftAmount: (row: number) => number | null,
-  rightAmount: (row: number) => number | null,
-): number | null {
-  let delta = 0
-  for (const i of left) {
-    const v = leftAmount(i)
-    if (v === null) return null
-    delta += v
-  }
-  for (const j of right) {
-    const v = rightAmount(j)
-    if (v === null) return null
-    delta -= v
-  }
-  return delta
-}
-
-/** N:M groups: connected components of the candidate graph (records sharing the pass's keys). */
-function keyGroups(pairs: PairList, leftLength: number, rightLength: number): { left: number[]; right: number[] }[] {
-  // nodes: left rows 0..L-1, right rows L..L+R-1
-  const parent = new Int32Array(leftLength + rightLength).fill(-1)
-  const find = (x: number): number => {
-    let root = x
-    while (parent[root] !== root) root = parent[root]
-    while (parent[x] !== root) {
-      const up = parent[x]
-      parent[x] = root
-      x = up
-    }
-    return root
-  }
-  for (let n = 0; n < pairs.length; n++) {
-    const a = pairs.left[n]
-    const b = leftLength + pairs.right[n]
-    if (parent[a] < 0) parent[a] = a
-    if (parent[b] < 0) parent[b] = b
-    const ra = find(a)
-    const rb = find(b)
-    if (ra !== rb) parent[ra] = rb
-  }
-  const groups = new Map<number, { left: number[]; right: number[] }>()
-  for (let x = 0; x < parent.length; x++) {
-    if (parent[x] < 0) continue
-    const root = find(x)
-    let g = groups.get(root)
-    if (!g) {
-      g = { left: [], right: [] }
-      groups.set(root, g)
-    }
-    if (x < leftLength) g.left.push(x)
-    else g.right.push(x - leftLength)
-  }
-  return [...groups.values()]
 }
 
 /**

@@ -14,7 +14,7 @@ import type { Table } from '../../data/table.js'
 import type { ExprCompiler } from '../../plan/compile.js'
 import { TEXT_MEASURES, type TextMeasure, TextMeasures } from '../text/measures.js'
 import { normalizeText, prepareText, Vocabulary } from '../text/prepared.js'
-import { toUnits } from '../pass.js'
+import { exactDecimal } from '../../../language/decimal.js'
 
 /** The level of a pair that has a NULL (or empty text) on either side: no evidence. */
 export const NO_EVIDENCE = 255
@@ -352,7 +352,7 @@ function numberLevels(
   if (kind === 'absolute') {
     // decimal-exact: the levels in the operands' units
     const scale = common.kind === 'decimal' ? (common.scale ?? 0) : 0
-    const bounds = common.kind === 'float' ? levels : levels.map((t) => toUnits(t, scale))
+    const bounds = common.kind === 'float' ? levels : levels.map((t) => unitsBelow(t, scale))
     return (i, j) => {
       const x = a(i)
       const y = b(j)
@@ -372,6 +372,14 @@ function numberLevels(
     for (let k = 0; k < last; k++) if (share <= levels[k] * (1 + 1e-12)) return k
     return last
   }
+}
+
+/** A level in units at `scale`, rounded down: a level finer than the scale allows no more. */
+function unitsBelow(level: number, scale: number): number {
+  const d = exactDecimal(String(level))
+  if (!d) return level * 10 ** scale
+  const shift = BigInt(scale - d.scale)
+  return Number(shift >= 0n ? d.units * 10n ** shift : d.units / 10n ** -shift)
 }
 
 function dayLevels(
