@@ -50,14 +50,48 @@ export interface Training {
   matches: number
 }
 
-/** Levels of every candidate pair, one array per comparison. */
-export function pairLevels(comparisons: Comparison[], pairs: PairList): Uint8Array[] {
-  return comparisons.map((c) => {
+/**
+ * The levels of every candidate pair, one array per comparison, and each pair's pattern (its
+ * tuple of levels, numbered densely): the model weighs a few hundred patterns, not millions of
+ * pairs, and the expectation step computes a Bayes factor per pattern.
+ */
+export interface PairLevels {
+  /** levels[c][k]: comparison c's level of pair k (NO_EVIDENCE for a missing value). */
+  levels: Uint8Array[]
+  /** pattern[k]: pair k's pattern. */
+  pattern: Int32Array
+  /** patternLevels[c][p]: comparison c's level in pattern p. */
+  patternLevels: Uint8Array[]
+}
+
+export function pairLevels(comparisons: Comparison[], pairs: PairList): PairLevels {
+  const levels = comparisons.map((c) => {
     const out = new Uint8Array(pairs.length)
     const level = c.level
     for (let k = 0; k < pairs.length; k++) out[k] = level(pairs.left[k], pairs.right[k])
     return out
   })
+  // a pattern's code: its levels in mixed radix (a missing value is one more digit); exact below
+  // 2^53 for up to twelve comparisons of eleven levels
+  const radix = comparisons.map((c) => c.labels.length + 1)
+  const ids = new Map<number, number>()
+  const pattern = new Int32Array(pairs.length)
+  const patternLevels: number[][] = comparisons.map(() => [])
+  for (let k = 0; k < pairs.length; k++) {
+    let code = 0
+    for (let c = 0; c < levels.length; c++) {
+      const l = levels[c][k]
+      code = code * radix[c] + (l === NO_EVIDENCE ? radix[c] - 1 : l)
+    }
+    let id = ids.get(code)
+    if (id === undefined) {
+      id = ids.size
+      ids.set(code, id)
+      for (let c = 0; c < levels.length; c++) patternLevels[c].push(levels[c][k])
+    }
+    pattern[k] = id
+  }
+  return { levels, pattern, patternLevels: patternLevels.map((l) => Uint8Array.from(l)) }
 }
 
 /** A small seeded generator (mulberry32): the same pairs on every machine. */
@@ -117,32 +151,43 @@ export function levelWeights(model: Model): Float64Array[] {
 
 export const priorWeight = (lambda: number) => Math.log2(lambda / (1 - lambda))
 
+/** The evidence (the comparisons' weights, no prior) of each pattern. */
+function patternEvidence(model: Model, pl: PairLevels): Float64Array {
+  const weights = levelWeights(model)
+  const out = new Float64Array(pl.patternLevels[0]?.length ?? 0)
+  pl.patternLevels.forEach((lv, c) => {
+    for (let p = 0; p < out.length; p++) if (lv[p] !== NO_EVIDENCE) out[p] += weights[c][lv[p]]
+  })
+  return out
+}
+
 /**
  * The evidence of every candidate pair under the model (the comparisons' weights, no prior); with
  * `adjust`, the term-frequency adjustment of exact comparisons (an agreement on a value held by
- * few records weighs log2(m / share of records holding it) instead of log2(m / u)).
+ * few records weighs log2(m / share of records holding it) instead of log2(m / u)). `byPattern`
+ * is set when every pair's evidence is its pattern's (nothing adjusted).
  */
 export function pairEvidence(
   model: Model,
-  levels: Uint8Array[],
+  pl: PairLevels,
   pairs: PairList,
   comparisons: Comparison[],
   adjust: boolean,
-): Float64Array {
+): { evidence: Float64Array; byPattern?: Float64Array } {
+  const byPattern = patternEvidence(model, pl)
+  const evidence = new Float64Array(pairs.length)
+  for (let k = 0; k < evidence.length; k++) evidence[k] = byPattern[pl.pattern[k]]
+  const adjusted = adjust ? comparisons.flatMap((c, n) => (c.valueShare ? [n] : [])) : []
+  if (!adjusted.length) return { evidence, byPattern }
   const weights = levelWeights(model)
-  const out = new Float64Array(pairs.length)
-  for (let c = 0; c < levels.length; c++) {
-    const lv = levels[c]
-    const w = weights[c]
-    const share = adjust ? comparisons[c].valueShare : undefined
+  for (const c of adjusted) {
+    const share = comparisons[c].valueShare!
+    const lv = pl.levels[c]
     const m0 = model.m[c][0]
-    for (let k = 0; k < out.length; k++) {
-      const l = lv[k]
-      if (l === NO_EVIDENCE) continue
-      out[k] += share && l === 0 ? Math.log2(m0 / share(pairs.left[k])) : w[l]
-    }
+    for (let k = 0; k < evidence.length; k++)
+      if (lv[k] === 0) evidence[k] += Math.log2(m0 / share(pairs.left[k])) - weights[c][0]
   }
-  return out
+  return { evidence }
 }
 
 /** The free records of each side (how many) and the tables' lengths (row numbers). */
@@ -158,31 +203,37 @@ export interface FreeCounts {
  * from its evidence and the evidence of every other candidate of its two records.
  */
 export function matchProbabilities(
-  evidence: Float64Array,
+  evidence: { evidence: Float64Array; byPattern?: Float64Array },
+  pl: PairLevels,
   pairs: PairList,
   lambda: number,
   free: FreeCounts,
 ): Float64Array {
   const piLeft = Math.min(0.999, Math.max(1e-9, lambda * free.right))
   const piRight = Math.min(0.999, Math.max(1e-9, lambda * free.left))
-  // Bayes factors relative to the largest, so that 2^evidence never overflows
-  let top = 0
-  for (let k = 0; k < evidence.length; k++) if (evidence[k] > top) top = evidence[k]
-  const factor = new Float64Array(evidence.length)
+  const noneLeft = free.right * (1 - piLeft)
+  const noneRight = free.left * (1 - piRight)
+  // a pair whose Bayes factor is 2^-24 of the "no partner" term on both sides has probability
+  // ~0 and moves no sum: most candidates, whose factor is then never computed
+  const floor = Math.min(Math.log2(noneLeft / piLeft), Math.log2(noneRight / piRight)) - 24
+  // evidence is at most a few hundred bits: 2^evidence stays finite; once per pattern when the
+  // pairs' evidence is their pattern's
+  const { evidence: e, byPattern } = evidence
+  const patternFactor = byPattern?.map((x) => (x < floor ? 0 : 2 ** x))
+  const factor = new Float64Array(e.length)
   const sumLeft = new Float64Array(free.leftLength)
   const sumRight = new Float64Array(free.rightLength)
-  for (let k = 0; k < evidence.length; k++) {
-    const b = 2 ** (evidence[k] - top)
+  for (let k = 0; k < e.length; k++) {
+    const b = patternFactor ? patternFactor[pl.pattern[k]] : e[k] < floor ? 0 : 2 ** e[k]
+    if (b === 0) continue
     factor[k] = b
     sumLeft[pairs.left[k]] += b
     sumRight[pairs.right[k]] += b
   }
-  const scale = 2 ** -top // n·(1 - π) in the same units as the scaled factors
-  const noneLeft = free.right * (1 - piLeft) * scale
-  const noneRight = free.left * (1 - piRight) * scale
-  const out = new Float64Array(evidence.length)
-  for (let k = 0; k < evidence.length; k++) {
+  const out = new Float64Array(e.length)
+  for (let k = 0; k < e.length; k++) {
     const b = factor[k]
+    if (b === 0) continue
     const fromLeft = (piLeft * b) / (noneLeft + piLeft * sumLeft[pairs.left[k]])
     const fromRight = (piRight * b) / (noneRight + piRight * sumRight[pairs.right[k]])
     out[k] = Math.min(fromLeft, fromRight)
@@ -238,7 +289,7 @@ export function initialModel(comparisons: Comparison[], u: Float64Array[], leftF
 /** Expectation–maximisation of m and λ with u fixed (see the top of this file). */
 export function trainModel(
   start: Model,
-  levels: Uint8Array[],
+  pl: PairLevels,
   pairs: PairList,
   comparisons: Comparison[],
   free: FreeCounts,
@@ -250,17 +301,20 @@ export function trainModel(
   let matches = 0
   const all = Math.max(1, free.left * free.right)
   for (let it = 1; it <= maxIterations; it++) {
-    const evidence = pairEvidence(model, levels, pairs, comparisons, false)
-    const probability = matchProbabilities(evidence, pairs, model.lambda, free)
-    const taken = takeOneToOne(evidence, probability, pairs, anchors, free.leftLength, free.rightLength)
+    const evidence = pairEvidence(model, pl, pairs, comparisons, false)
+    const probability = matchProbabilities(evidence, pl, pairs, model.lambda, free)
+    const taken = takeOneToOne(evidence.evidence, probability, pairs, anchors, free.leftLength, free.rightLength)
     matches = 0
     for (let k = 0; k < taken.length; k++) matches += taken[k]
     if (previous !== null && sameTaken(previous, taken)) return { model, iterations: it, converged: true, matches }
     previous = taken
+    // the levels of the pairs taken, counted by pattern
+    const perPattern = new Float64Array(pl.patternLevels[0]?.length ?? 0)
+    for (let k = 0; k < taken.length; k++) if (taken[k] === 1) perPattern[pl.pattern[k]]++
     const m = comparisons.map((c, n) => {
       const counts = new Float64Array(c.labels.length)
-      const lv = levels[n]
-      for (let k = 0; k < taken.length; k++) if (taken[k] === 1 && lv[k] !== NO_EVIDENCE) counts[lv[k]]++
+      const lv = pl.patternLevels[n]
+      for (let p = 0; p < perPattern.length; p++) if (lv[p] !== NO_EVIDENCE) counts[lv[p]] += perPattern[p]
       return normalize(counts)
     })
     model = { lambda: Math.min(0.5, Math.max(1, matches) / all), m, u: model.u }

@@ -132,14 +132,15 @@ export function runProbabilisticPass(
       matches: trained.matches,
     }
   }
-  const evidence = pairEvidence(model, levels, pairs, comparisons, true)
+  const weighed = pairEvidence(model, levels, pairs, comparisons, true)
+  const evidence = weighed.evidence
   const free = {
     left: leftRows.length,
     right: rightRows.length,
     leftLength: tables.l.length,
     rightLength: tables.r.length,
   }
-  const probabilities = matchProbabilities(evidence, pairs, model.lambda, free)
+  const probabilities = matchProbabilities(weighed, levels, pairs, model.lambda, free)
   const prior = priorWeight(model.lambda)
 
   // candidates that qualify, by (left, right) row; every candidate is a near miss of its records
@@ -171,7 +172,7 @@ export function runProbabilisticPass(
   const at = (i: number, j: number) => eligibleIndex.get(i * width + j)!
   // the waterfall: each comparison's weight, then the context (what the one-to-one reading adds)
   const detail = (k: number, i: number) => {
-    const lv = levels.map((l) => l[k])
+    const lv = levels.levels.map((l) => l[k])
     const w = contributions(model, lv, comparisons, i)
     lv.push(CONTEXT_LEVEL)
     w.push(logit2(probabilities[k]) - prior - evidence[k])

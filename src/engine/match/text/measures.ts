@@ -29,11 +29,17 @@ export type TextMeasure = (typeof TEXT_MEASURES)[number]
 /** Jaro–Winkler at or above which two tokens count as the same token spelled differently. */
 export const FUZZY_TOKEN = 0.9
 
-const CACHE_BITS = 16
+const CACHE_BITS = 18
 
 export class TextMeasures {
   private readonly weight: Float64Array
+  private bestX = new Float64Array(16)
   private bestY = new Float64Array(16)
+  /** The vocabulary's tokens as typed arrays: where each starts, its length, its first unit. */
+  private readonly tokenCodes: Uint16Array
+  private readonly tokenStart: Int32Array
+  private readonly tokenLength: Int32Array
+  private readonly tokenFirst: Uint16Array
   private readonly cacheA = new Int32Array(1 << CACHE_BITS).fill(-1)
   private readonly cacheB = new Int32Array(1 << CACHE_BITS).fill(-1)
   private readonly cacheS = new Float64Array(1 << CACHE_BITS)
@@ -45,6 +51,15 @@ export class TextMeasures {
     tf: boolean,
   ) {
     this.weight = tf ? vocabulary.idf() : new Float64Array(vocabulary.size).fill(1)
+    const n = vocabulary.size
+    this.tokenCodes = vocabulary.codes
+    this.tokenStart = Int32Array.from(vocabulary.start)
+    this.tokenLength = new Int32Array(n)
+    this.tokenFirst = new Uint16Array(n)
+    for (let t = 0; t < n; t++) {
+      this.tokenLength[t] = vocabulary.start[t + 1] - vocabulary.start[t]
+      this.tokenFirst[t] = vocabulary.codes[vocabulary.start[t]]
+    }
   }
 
   /** The measure for left row i and right row j; NaN when either is empty (no evidence). */
@@ -122,8 +137,9 @@ export class TextMeasures {
   }
 
   /**
-   * Both directions at once: every token pair is compared once, each token keeps its best
-   * partner, and the weighted shares of the two sides are compared.
+   * Both directions at once: equal tokens are found by merging the two sorted lists, then every
+   * other token pair is compared once (pairs where both tokens already have an equal partner are
+   * skipped), each token keeping its best partner; the better weighted share wins.
    */
   private tokenSet(i: number, j: number): number {
     const l = this.left
@@ -132,34 +148,60 @@ export class TextMeasures {
     const nx = l.tokenStart[i + 1] - x0
     const y0 = r.tokenStart[j]
     const ny = r.tokenStart[j + 1] - y0
+    if (this.bestX.length < nx) this.bestX = new Float64Array(nx * 2)
     if (this.bestY.length < ny) this.bestY = new Float64Array(ny * 2)
+    const bestX = this.bestX
     const bestY = this.bestY
+    bestX.fill(0, 0, nx)
     bestY.fill(0, 0, ny)
+    const xs = l.tokens
+    const ys = r.tokens
+    for (let x = 0, y = 0; x < nx && y < ny;) {
+      const t = xs[x0 + x]
+      const u = ys[y0 + y]
+      if (t === u) {
+        bestX[x++] = 1
+        bestY[y++] = 1
+      } else if (t < u) x++
+      else y++
+    }
+    const len = this.tokenLength
+    const first = this.tokenFirst
+    for (let x = 0; x < nx; x++) {
+      const t = xs[x0 + x]
+      const tl = len[t]
+      for (let y = 0; y < ny; y++) {
+        if (bestX[x] === 1 && bestY[y] === 1) continue
+        const u = ys[y0 + y]
+        if (u === t) continue
+        const ul = len[u]
+        if (tl === 1 || ul === 1) {
+          // an initial: it is matched by the name it begins, the name is not matched by it
+          if (tl !== ul && first[t] === first[u]) {
+            if (tl === 1) bestX[x] = 1
+            else bestY[y] = 1
+          }
+          continue
+        }
+        // Jaro–Winkler >= 0.9 needs Jaro >= 0.83, out of reach when one token is twice the other
+        if (tl > 2 * ul || ul > 2 * tl) continue
+        const s = this.fuzzy(t, u)
+        if (s > bestX[x]) bestX[x] = s
+        if (s > bestY[y]) bestY[y] = s
+      }
+    }
     const w = this.weight
     let totalX = 0
     let matchedX = 0
     for (let x = 0; x < nx; x++) {
-      const t = l.tokens[x0 + x]
-      let best = 0
-      for (let y = 0; y < ny; y++) {
-        const u = r.tokens[y0 + y]
-        const s = this.partner(t, u)
-        if (s < 0) {
-          // an initial: it is matched by the name it begins, the name is not matched by it
-          if (this.vocabulary.tokenLength(t) === 1) best = 1
-          else bestY[y] = 1
-        } else {
-          if (s > best) best = s
-          if (s > bestY[y]) bestY[y] = s
-        }
-      }
+      const t = xs[x0 + x]
       totalX += w[t]
-      matchedX += w[t] * best
+      matchedX += w[t] * bestX[x]
     }
     let totalY = 0
     let matchedY = 0
     for (let y = 0; y < ny; y++) {
-      const u = r.tokens[y0 + y]
+      const u = ys[y0 + y]
       totalY += w[u]
       matchedY += w[u] * bestY[y]
     }
@@ -167,29 +209,17 @@ export class TextMeasures {
   }
 
   /**
-   * How well tokens t and u partner: 1 when equal, -1 when one is the other's initial (it
-   * partners the name, not the other way round), their Jaro–Winkler when at least FUZZY_TOKEN,
-   * else 0. Jaro–Winkler is cached per token pair in a direct-mapped table: the same names meet
-   * again and again.
+   * Jaro–Winkler of two tokens when at least FUZZY_TOKEN, else 0, cached per token pair in a
+   * direct-mapped table: the same names meet again and again.
    */
-  private partner(t: number, u: number): number {
-    if (t === u) return 1
-    const v = this.vocabulary
-    const tl = v.start[t + 1] - v.start[t]
-    const ul = v.start[u + 1] - v.start[u]
-    if (tl === 1 || ul === 1) return tl !== ul && v.codes[v.start[t]] === v.codes[v.start[u]] ? -1 : 0
+  private fuzzy(t: number, u: number): number {
     const a = t < u ? t : u
     const b = t < u ? u : t
     const slot = (Math.imul(a, 0x9e3779b1) ^ Math.imul(b, 0x85ebca6b)) >>> (32 - CACHE_BITS)
     if (this.cacheA[slot] === a && this.cacheB[slot] === b) return this.cacheS[slot]
-    const jw = jaroWinkler(
-      v.codes,
-      v.start[a],
-      v.start[a + 1] - v.start[a],
-      v.codes,
-      v.start[b],
-      v.start[b + 1] - v.start[b],
-    )
+    const codes = this.tokenCodes
+    const start = this.tokenStart
+    const jw = jaroWinkler(codes, start[a], this.tokenLength[a], codes, start[b], this.tokenLength[b])
     const s = jw >= FUZZY_TOKEN ? jw : 0
     this.cacheA[slot] = a
     this.cacheB[slot] = b
