@@ -1,0 +1,88 @@
+// Probabilistic pass benchmark (issue 15), as users run it: two files of transfers with no shared
+// key (bench/gen-unkeyed.ts), linked by the whole `concord reconcile … --out DIR` command (start,
+// load, block, learn, assign, write the three CSV result sets), against a DuckDB script doing the
+// SQL baseline (bench/link-duckdb.ts: band join, jaro_winkler_similarity, the mutually best pair,
+// the same three CSV files). Each run is its own process, the two alternated BENCH_RUNS times (3);
+// the table shows median wall time, peak RSS (GNU time) and precision / recall against truth.csv.
+//   npm run bench:link [-- --rows 10000,45000,100000,1000000]
+
+import { spawnSync } from 'node:child_process'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { writeUnkeyed } from './gen-unkeyed.js'
+import { scoreUnkeyed } from './score-unkeyed.js'
+
+const arg = process.argv.indexOf('--rows')
+const sizes = (arg >= 0 ? process.argv[arg + 1] : '10000,45000,100000').split(',').map(Number)
+const runs = Number(process.env.BENCH_RUNS ?? 3)
+const recipe = resolve('bench/recipes/unkeyed-probabilistic.json')
+// Concord as `npm start` runs it (see bench/recon.ts): glibc backs large arrays with huge pages
+const AS_NPM_START = { ...process.env, GLIBC_TUNABLES: process.env.GLIBC_TUNABLES || 'glibc.malloc.hugetlb=1' }
+
+interface Timed {
+  ms: number
+  rssMiB: number
+}
+
+/** Runs a command under GNU time: wall time as seen from here, peak RSS as the kernel counts it. */
+function timed(command: string[], env: NodeJS.ProcessEnv): Timed {
+  const t0 = performance.now()
+  const res = spawnSync('/usr/bin/time', ['-f', 'maxrss %M', ...command], { encoding: 'utf8', env, maxBuffer: 1 << 26 })
+  const ms = performance.now() - t0
+  if (res.status !== 0) throw new Error(`${command.join(' ')} failed (${res.status}):\n${res.stderr}`)
+  const rss = /maxrss (\d+)/.exec(res.stderr)
+  return { ms, rssMiB: rss ? Number(rss[1]) / 1024 : Number.NaN }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+
+const rows: string[] = []
+for (const n of sizes) {
+  const dir = resolve(`bench/data/unkeyed-${n}`)
+  if (!existsSync(join(dir, 'truth.csv'))) await writeUnkeyed(dir, { rows: n })
+  const [sent, received, truth] = ['sent.csv', 'received.csv', 'truth.csv'].map((f) => join(dir, f))
+  const outs = { concord: join(dir, 'out-concord'), duckdb: join(dir, 'out-duckdb') }
+  const concord: Timed[] = []
+  const duckdb: Timed[] = []
+  for (let k = 0; k < runs; k++) {
+    for (const out of Object.values(outs)) rmSync(out, { recursive: true, force: true })
+    concord.push(
+      timed(
+        [
+          process.execPath,
+          'bin/concord.js',
+          'reconcile',
+          '--left',
+          sent,
+          '--right',
+          received,
+          '--recipe',
+          recipe,
+          '--out',
+          outs.concord,
+          '--json',
+        ],
+        AS_NPM_START,
+      ),
+    )
+    duckdb.push(
+      timed([process.execPath, '--import', 'tsx', 'bench/link-duckdb.ts', sent, received, outs.duckdb], process.env),
+    )
+    console.error(`${n}: run ${k + 1}: concord ${concord[k].ms.toFixed(0)} ms, duckdb ${duckdb[k].ms.toFixed(0)} ms`)
+  }
+  const score = (out: string) =>
+    scoreUnkeyed(readFileSync(truth, 'utf8'), readFileSync(join(out, 'matches.csv'), 'utf8'))
+  const ours = score(outs.concord)
+  const theirs = score(outs.duckdb)
+  const [c, d] = [median(concord.map((x) => x.ms)), median(duckdb.map((x) => x.ms))]
+  rows.push(
+    `| ${n.toLocaleString('en')} | ${c.toFixed(0)} ms | ${d.toFixed(0)} ms | ${(c / d).toFixed(2)}× | ` +
+      `${((c * 1e3) / n).toFixed(0)} µs | ${Math.max(...concord.map((x) => x.rssMiB)).toFixed(0)} / ${Math.max(...duckdb.map((x) => x.rssMiB)).toFixed(0)} MiB | ` +
+      `${ours.precision.toFixed(4)} / ${ours.recall.toFixed(4)} | ${theirs.precision.toFixed(4)} / ${theirs.recall.toFixed(4)} |`,
+  )
+}
+console.log(
+  '\n| rows per side | Concord, whole command (median) | DuckDB script (median) | ratio | Concord per row | peak RSS Concord / DuckDB | Concord precision / recall | DuckDB precision / recall |',
+)
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- |')
+for (const r of rows) console.log(r)
