@@ -7,7 +7,7 @@ import { comparedColumns } from '../engine/reconcile.js'
 import { type PassPlan, planPass } from '../engine/plan/plan.js'
 import { parsePredicate } from '../language/predicate.js'
 import { printExpr } from '../language/print.js'
-import type { Pattern, Recipe } from './schema.js'
+import type { Pattern, Preference, Recipe } from './schema.js'
 import type { Schemas } from '../language/types.js'
 
 export interface PassExplain {
@@ -29,6 +29,8 @@ export interface PassExplain {
   residuals: string[]
   aggregate: { sum: string; equals: string; tolerance: string; max_group: number } | null
   scoring: { amount: string | null; date: string | null; similarity: string | null }
+  /** 1:1 passes: how ties are resolved, and what that reads (null: ties are held as ambiguous). */
+  prefer: { value: Preference; by: string } | null
 }
 
 export interface ExplainReply {
@@ -68,6 +70,7 @@ export function explainRecipe(recipe: Recipe, schemas: Schemas): ExplainReply {
             max_group: pass.aggregate.max_group ?? 5,
           }
         : null,
+      prefer: pass.prefer ? { value: pass.prefer, by: preferBy(pass.prefer, scored, recipe) } : null,
       scoring: {
         amount: scored.amount ? `l.${scored.amount.l} - r.${scored.amount.r}` : null,
         date: scored.date ? `r.${scored.date.r} - l.${scored.date.l} (days)` : null,
@@ -80,6 +83,15 @@ export function explainRecipe(recipe: Recipe, schemas: Schemas): ExplainReply {
     }
   })
   return { passes, text: passes.map(passText).join('\n\n') }
+}
+
+/** What a preference reads, in the order it compares. */
+function preferBy(prefer: Preference, scored: ReturnType<typeof scoredPairs>, recipe: Recipe): string {
+  const keys = `the left key (${recipe.left.key.map((k) => `l.${k}`).join(', ')}), then the right key (${recipe.right.key.map((k) => `r.${k}`).join(', ')})`
+  if (prefer === 'first_key') return keys
+  if (prefer === 'earliest')
+    return `the earliest l.${scored.date?.l ?? '?'}, then the earliest r.${scored.date?.r ?? '?'}, then ${keys}`
+  return `the smallest |l.${scored.amount?.l ?? '?'} - r.${scored.amount?.r ?? '?'}|, then ${keys}`
 }
 
 function bandOf(plan: PassPlan): PassExplain['band'] {
@@ -112,5 +124,11 @@ function passText(p: PassExplain): string {
     )
   const scoring = [p.scoring.amount, p.scoring.date, p.scoring.similarity].filter(Boolean)
   if (scoring.length) lines.push(`  score from: ${scoring.join('; ')}`)
+  if (p.pattern === '1:1')
+    lines.push(
+      p.prefer
+        ? `  assign: the most matches, then the best total score; ties go by prefer ${p.prefer.value}: ${p.prefer.by}`
+        : '  assign: the most matches, then the best total score; ties are held as ambiguous',
+    )
   return lines.join('\n')
 }

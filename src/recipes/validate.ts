@@ -5,12 +5,15 @@
 import { Value } from 'typebox/value'
 import { resolveConditions } from '../engine/load/filter.js'
 import { orderPasses, PassGraphError } from '../engine/plan/passes.js'
-import { planPass } from '../engine/plan/plan.js'
+import { type PassPlan, planPass } from '../engine/plan/plan.js'
+import { type ComparedColumns, scoredPairs } from '../engine/match/pass.js'
+import { preferenceProblem } from '../engine/match/prefer.js'
+import { comparedColumns } from '../engine/reconcile.js'
 import type { ColumnInfo } from '../engine/data/types.js'
 import { ConcordError } from '../errors.js'
 import { paramIssues } from './params.js'
 import { type Position, PredicateError, parsePredicate } from '../language/predicate.js'
-import { type Recipe, recipeSchemas } from './schema.js'
+import { PREFERENCES, type Recipe, recipeSchemas } from './schema.js'
 import { type Schemas, TypeChecker } from '../language/types.js'
 
 export interface ValidationIssue {
@@ -33,11 +36,33 @@ const context = Object.fromEntries(recipeSchemas.map((s) => [(s as unknown as { 
 export function structuralIssues(recipe: unknown, extraContext: Record<string, unknown> = {}): ValidationIssue[] {
   const ctx = { ...extraContext, ...context } as never
   if (Value.Check(ctx, context.Recipe as never, recipe)) return []
-  return [...Value.Errors(ctx, context.Recipe as never, recipe)].slice(0, 10).map((e) => ({
-    pass: null,
-    code: 'invalid_recipe',
-    message: `${e.instancePath || 'recipe'} ${e.message}`,
-  }))
+  // an unknown `prefer` is named with the values it may take (the schema's own words for a
+  // union of literals say only "must be equal to constant")
+  const prefer = preferIssues(recipe)
+  return [
+    ...prefer,
+    ...[...Value.Errors(ctx, context.Recipe as never, recipe)]
+      .filter((e) => !(prefer.length && /^\/passes\/\d+\/prefer$/.test(e.instancePath)))
+      .slice(0, 10)
+      .map((e) => ({ pass: null, code: 'invalid_recipe', message: `${e.instancePath || 'recipe'} ${e.message}` })),
+  ]
+}
+
+function preferIssues(recipe: unknown): ValidationIssue[] {
+  const passes = (recipe as { passes?: unknown } | null)?.passes
+  if (!Array.isArray(passes)) return []
+  return passes.flatMap((p: { name?: unknown; prefer?: unknown } | null) =>
+    p?.prefer === undefined || (PREFERENCES as readonly unknown[]).includes(p.prefer)
+      ? []
+      : [
+          {
+            pass: typeof p.name === 'string' ? p.name : null,
+            code: 'invalid_prefer',
+            message: `prefer ${JSON.stringify(p.prefer)} is not one of ${PREFERENCES.join(', ')}`,
+            suggestion: `"prefer": "${PREFERENCES[0]}" (the earliest records), "first_key" or "closest_amount"`,
+          },
+        ],
+  )
 }
 
 export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationReport {
@@ -80,6 +105,10 @@ export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationRepo
     else throw err
   }
 
+  const compared = comparedColumns(recipe, {
+    l: { columns: schemas.l, data: [], length: 0 },
+    r: { columns: schemas.r, data: [], length: 0 },
+  })
   for (const pass of recipe.passes) {
     const checker = new TypeChecker(schemas)
     let expr: ReturnType<typeof parsePredicate>
@@ -121,6 +150,7 @@ export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationRepo
         message: 'a 1:1 pass takes no aggregate',
         suggestion: 'use pattern 1:N, N:1 or N:M for group sums',
       })
+    preferIssue(pass, plan, compared).forEach(add)
     if (pass.pattern === 'N:M' && plan.keys.length === 0) {
       add({
         pass: pass.name,
@@ -131,6 +161,31 @@ export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationRepo
     }
   }
   return { valid: issues.length === 0, issues, suggestions: [...suggestions] }
+}
+
+/** `prefer` resolves 1:1 ties, by a date or an amount the pass compares (else the recipe's). */
+function preferIssue(pass: Recipe['passes'][number], plan: PassPlan, compared: ComparedColumns): ValidationIssue[] {
+  if (!pass.prefer) return []
+  if (pass.pattern !== '1:1')
+    return [
+      {
+        pass: pass.name,
+        code: 'unexpected_prefer',
+        message: `prefer resolves ties between 1:1 candidates; pass "${pass.name}" is ${pass.pattern}`,
+        suggestion: 'remove prefer, or make the pass 1:1',
+      },
+    ]
+  const problem = preferenceProblem(pass.prefer, scoredPairs(plan, compared))
+  return problem
+    ? [
+        {
+          pass: pass.name,
+          code: 'invalid_prefer',
+          message: problem,
+          suggestion: '"prefer": "first_key" needs no compared column',
+        },
+      ]
+    : []
 }
 
 function aggregateIssues(pass: Recipe['passes'][number], schemas: Schemas): ValidationIssue[] {

@@ -245,7 +245,15 @@ export function summaryTable(s: RunSummary): string {
     for (const row of table) lines.push(pad(row, widths))
     lines.push('')
   }
-  for (const p of s.passes) if (p.error) lines.push(`pass ${p.name}: ${p.error}`)
+  for (const k of ['left', 'right'] as const)
+    if (s[k].ambiguous) lines.push(`${k}: ${s[k].ambiguous} of the matched records are held in ambiguous matches`)
+  for (const p of s.passes) {
+    if (p.error) lines.push(`pass ${p.name}: ${p.error}`)
+    if (p.assignment?.greedy_fallback)
+      lines.push(
+        `pass ${p.name}: ${p.assignment.greedy_fallback} of ${p.assignment.components} contested components were too large to assign exactly (largest ${p.assignment.largest_component} pairs) and were assigned best-first`,
+      )
+  }
   return lines.join('\n').trimEnd()
 }
 

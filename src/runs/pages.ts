@@ -153,6 +153,8 @@ function missReader(table: ArrowTable, side: 'left' | 'right') {
     'failed_conjunct',
     'candidate_taken',
   ].map((name) => table.getChild(name)!)
+  // absent from runs stored before `prefer`
+  const tied = table.getChild('tied_with')
   return (i: number) => {
     const passName = pass.get(i) as string | null
     const miss = {
@@ -160,8 +162,13 @@ function missReader(table: ArrowTable, side: 'left' | 'right') {
       conjunct: (conjunct.get(i) as string | null) ?? null,
       candidate: (candidate.get(i) as string | null) ?? null,
       taken: Boolean(taken.get(i)),
+      tiedWith: (tied?.get(i) as string | null | undefined) ?? null,
     }
-    return { closest_candidate: miss.candidate, ...describeUnmatched(miss, side, passes) }
+    return {
+      closest_candidate: miss.candidate,
+      ...describeUnmatched(miss, side, passes),
+      tied_with: miss.tiedWith,
+    }
   }
 }
 
@@ -207,12 +214,12 @@ export async function csvExport(dir: string, set: ResultSet): Promise<Readable> 
   const miss = unmatchedSide ? missReader(table, unmatchedSide) : null
   // unmatched records: the nearest miss as the sentences a page shows, then the record's columns
   const hidden = new Set(
-    unmatchedSide ? ['closest_candidate', 'failed_pass', 'failed_conjunct', 'candidate_taken'] : [],
+    unmatchedSide ? ['closest_candidate', 'failed_pass', 'failed_conjunct', 'candidate_taken', 'tied_with'] : [],
   )
   const fields = table.schema.fields.filter((f) => !hidden.has(f.name))
   const vectors = fields.map((f) => table.getChild(f.name)!)
   const header = fields.map((f) => (f.name === 'match_no' ? 'match_id' : f.name))
-  if (miss) header.splice(1, 0, 'closest_candidate', 'failed_pass', 'failed_conjunct', 'reason')
+  if (miss) header.splice(1, 0, 'closest_candidate', 'failed_pass', 'failed_conjunct', 'reason', 'tied_with')
   let row = 0
   let started = false
   const BATCH = 5000
@@ -238,7 +245,9 @@ export async function csvExport(dir: string, set: ResultSet): Promise<Readable> 
           cells.splice(
             1,
             0,
-            ...[m.closest_candidate, m.failed?.pass ?? null, m.failed?.conjunct ?? null, m.reason].map(csvField),
+            ...[m.closest_candidate, m.failed?.pass ?? null, m.failed?.conjunct ?? null, m.reason, m.tied_with].map(
+              csvField,
+            ),
           )
         }
         lines.push(cells.join(','))

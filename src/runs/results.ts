@@ -148,7 +148,11 @@ export async function writeResults(dir: string, { result, leftKey, rightKey, rec
     const passIndex = new Int32Array(n)
     const conjunctIndex = new Int32Array(n)
     const hasConjunct = new Uint8Array(n)
+    const tiedRows = new Int32Array(n)
+    const hasTie = new Uint8Array(n)
     for (let k = 0; k < n; k++) {
+      hasTie[k] = u.tiedWith[k] >= 0 ? 1 : 0
+      tiedRows[k] = hasTie[k] ? u.tiedWith[k] : 0
       const found = u.candidate[k] >= 0 && u.pass[k] >= 0
       hasCandidate[k] = found ? 1 : 0
       candidateRows[k] = found ? u.candidate[k] : 0
@@ -157,6 +161,7 @@ export async function writeResults(dir: string, { result, leftKey, rightKey, rec
       conjunctIndex[k] = hasConjunct[k] ? conjunctBase[u.pass[k]] + u.conjunct[k] : 0
     }
     const closest = takeColumn(otherKeys, candidateRows) as StringColumn
+    const tiedWith = takeColumn(ownKeys, tiedRows) as StringColumn
     const unmatched = new ArrowTable({
       record_key: makeVector(arrowData(takeColumn(ownKeys, u.rows))),
       closest_candidate: makeVector(arrowData({ ...closest, valid: hasCandidate })),
@@ -167,6 +172,7 @@ export async function writeResults(dir: string, { result, leftKey, rightKey, rec
       ),
       failed_conjunct: dictionaryVector(conjuncts, conjunctIndex, hasConjunct),
       candidate_taken: boolVector(Uint8Array.from(u.candidateTaken)),
+      tied_with: makeVector(arrowData({ ...tiedWith, valid: hasTie })),
       ...arrowColumns(records ? records[side] : takeRows(own, u.rows), side === 'left' ? 'l.' : 'r.'),
     })
     unmatched.schema.metadata.set('concord.passes', JSON.stringify(passes))

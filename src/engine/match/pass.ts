@@ -8,7 +8,7 @@ import type { Expr, Side } from '../../language/predicate.js'
 import { parsePredicate } from '../../language/predicate.js'
 import type { RecipePass } from '../../recipes/schema.js'
 import { matchGroups, noBounds, type SearchBounds } from './aggregate.js'
-import { assignOneToOne } from './assign.js'
+import { type AssignmentReport, assignOneToOne } from './assign.js'
 import { CompileError, ExprCompiler } from '../plan/compile.js'
 import type { MatchBuilder } from '../explain/evidence.js'
 import { type ConjunctChecks, type NearMisses, nearMisses, partitionedJoin } from './hashpass.js'
@@ -16,6 +16,7 @@ import { bandCandidates, conjunctChecks, PairList } from './join.js'
 import { keyEquality, keyHashes } from './keys.js'
 import { type PartitionedSide, partitionBits, partitionSide } from './partition.js'
 import { PARALLEL_MIN_ROWS, partitionHelper } from './partition-helper.js'
+import { type PairOrder, pairOrder } from './prefer.js'
 import { type PassPlan, planPass, referencedColumns } from '../plan/plan.js'
 import { type PairScorer, type ScoredPairs, scorer as scorerOf } from './score.js'
 import type { Table } from '../data/table.js'
@@ -38,6 +39,8 @@ export interface ComparedColumns {
    * references are, so the payment naming the invoice beats one of the same amount.
    */
   reference?: { l: string; r: string }
+  /** The recipe's record keys, which `prefer: first_key` (and every preference, last) orders by. */
+  keys?: { l: string[]; r: string[] }
 }
 
 /** The pairs a pass scores its candidates by: its own, else the recipe's. */
@@ -73,6 +76,8 @@ export interface PreparedPass {
   checks: ConjunctChecks
   scorer: PairScorer
   aggregate?: PreparedAggregate
+  /** A 1:1 pass's `prefer`: the order in which its ties are resolved. */
+  prefer?: PairOrder
   /** Scale of this pass's amount deltas (-1: float amounts). */
   amountScale: number
 }
@@ -94,6 +99,10 @@ export interface PassEvidence {
   band?: PreparedPass
   /** Aggregate passes: how often the bounded group search met its limits. */
   search?: SearchBounds
+  /** 1:1 passes: what assignment did (components, exact or best-first). */
+  assignment?: AssignmentReport
+  /** Records `prefer` left unmatched, in input rows: each tied with `winner` (its side) for `partner`. */
+  passedOver?: { side: Side; record: number; winner: number; partner: number }[]
 }
 
 /** An aggregate pass's amounts as integer units at one scale, and its limits. */
@@ -140,6 +149,19 @@ export function preparePass(
   const compiler = new ExprCompiler({ l: space.tables.l.columns, r: space.tables.r.columns }, space.tables)
   const scorer = scorerOf(scored, compiler)
   const aggregate = pass.pattern === '1:1' ? undefined : prepareAggregate(pass, compiler)
+  if (pass.prefer && pass.pattern !== '1:1')
+    throw new Error(`prefer resolves ties of 1:1 passes; pass "${pass.name}" is ${pass.pattern}`)
+  const prefer = pass.prefer
+    ? pairOrder(pass.prefer, {
+        scored,
+        compiler,
+        scorer,
+        leftRows: space.leftRows,
+        rightRows: space.rightRows,
+        tables,
+        keys: compared.keys ?? { l: [], r: [] },
+      })
+    : undefined
   if (space.partitioned) space.partitioned.equal = keyEquality(plan.keys, compiler, space.tables)
   return {
     index,
@@ -150,6 +172,7 @@ export function preparePass(
     checks: external ? { failed: () => 0, checked: [], total: plan.conjuncts.length } : conjunctChecks(plan, compiler),
     scorer,
     aggregate,
+    prefer,
     amountScale: aggregate ? aggregate.scale : scorer.amountScale,
   }
 }
@@ -321,11 +344,26 @@ export function runPass(
     },
   }
   if (p.pass.pattern === '1:1') {
-    assignOneToOne(pairs.left, pairs.right, pairs.length, s.score, lf, rf, {
-      pair: (i, j, score) => sink.pair(i, j, score, false, s.pairAmountDelta(i, j), s.days(i, j)),
-      // a tie's deltas are those of one tied pair: every pair in it scored the same
-      tie: (l, r, score) => sink.group(l, r, score, true, s.pairAmountDelta(l[0], r[0]), s.days(l[0], r[0])),
-    })
+    const passedOver: NonNullable<PassEvidence['passedOver']> = []
+    evidence.assignment = assignOneToOne(
+      pairs.left,
+      pairs.right,
+      pairs.length,
+      s.score,
+      lf,
+      rf,
+      {
+        pair: (i, j, score) => sink.pair(i, j, score, false, s.pairAmountDelta(i, j), s.days(i, j)),
+        // a tie's deltas are those of (i, j), one pair of an optimal assignment of its records
+        tie: (l, r, score, i, j) => sink.group(l, r, score, true, s.pairAmountDelta(i, j), s.days(i, j)),
+        passedOver: (side, record, winner, partner) => {
+          const [own, other] = side === 'l' ? [leftRow, rightRow] : [rightRow, leftRow]
+          passedOver.push({ side, record: own(record), winner: own(winner), partner: other(partner) })
+        },
+      },
+      { prefer: p.prefer },
+    )
+    if (passedOver.length) evidence.passedOver = passedOver
   } else evidence.search = aggregatePass(p, pairs, lf, rf, sink.group)
   return evidence
 }
