@@ -984,7 +984,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A page of matches */
+        /** A page of matches: clean and ambiguous in match order, or one of them with `ambiguous` */
         get: {
             parameters: {
                 query: {
@@ -1202,12 +1202,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Download a result set, streamed: CSV, or the Arrow IPC file */
+        /** Download a result set, streamed: CSV, or the Arrow IPC file. matches: the clean matches; ambiguous: the matches held for review */
         get: {
             parameters: {
                 query: {
                     format: "csv" | "arrow";
-                    set: "matches" | "unmatched-left" | "unmatched-right";
+                    set: "matches" | "ambiguous" | "unmatched-left" | "unmatched-right";
                 };
                 header?: never;
                 path: {

@@ -32,7 +32,8 @@ export const RECONCILE_USAGE = `usage: concord reconcile --left FILE_OR_ALIAS --
   --workspace      the workspace whose sources the aliases name (default: default)
   --recipe         the recipe (JSON); its left and right sources are bound to --left and --right
   --param          a value for one of the recipe's parameters (repeatable)
-  --out DIR        write matches, unmatched-left and unmatched-right files into DIR
+  --out DIR        write matches, ambiguous (held for review), unmatched-left and unmatched-right
+                   files into DIR
   --format         csv (default) or arrow, for --out
   --json           print the summary as JSON instead of a table`
 
@@ -356,7 +357,7 @@ async function checkRecipe(
   }
 }
 
-/** The three result sets into `out` (created if needed; other files in it are left alone). */
+/** The four result sets into `out` (created if needed; other files in it are left alone). */
 async function writeOut(work: string, out: string, format: 'csv' | 'arrow'): Promise<void> {
   await mkdir(out, { recursive: true })
   for (const set of RESULT_SETS) {

@@ -1,12 +1,15 @@
 // Reading a run's result files: pages of JSON records and streamed exports (CSV or the Arrow file
 // as written). Opened files stay in a small cache, so paging through a million matches reads the
-// file once.
+// file once. Clean matches and ambiguous groups are two files numbered as one sequence: a page of
+// matches shows both in match order unless `ambiguous` picks one (a run stored before the split
+// has one matches file holding both, told apart by its `ambiguous` column).
 
-import { createReadStream } from 'node:fs'
+import { createReadStream, existsSync } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { Readable } from 'node:stream'
 import { type Table as ArrowTable, DataType, type Field, tableFromIPC, type Vector } from 'apache-arrow'
 import { describeUnmatched, type PassInfo } from '../engine/explain/evidence.js'
+import { ConcordError } from '../errors.js'
 import { formatDate, formatDecimal, formatTimestamp } from '../engine/data/values.js'
 import { type ResultSet, resultFile } from './results.js'
 
@@ -49,6 +52,11 @@ async function open(dir: string, set: ResultSet): Promise<ArrowTable> {
   cache.unshift({ key, table })
   cache.length = Math.min(cache.length, CACHE_SIZE)
   return table
+}
+
+/** The ambiguous matches' file, or null for a run stored before they had their own. */
+async function openAmbiguous(dir: string): Promise<ArrowTable | null> {
+  return existsSync(resultFile(dir, 'ambiguous')) ? open(dir, 'ambiguous') : null
 }
 
 /** Forgets a run's files (its folder was deleted). */
@@ -110,38 +118,80 @@ function selection(
   return rows
 }
 
+/** The matches a page lists: rows of the match files, in match order (match_no). */
+interface MatchRows {
+  total: number
+  at(n: number): { table: ArrowTable; row: number }
+}
+
+async function matchRows(dir: string, filter: MatchFilter): Promise<MatchRows> {
+  const clean = await open(dir, 'matches')
+  const held = await openAmbiguous(dir)
+  const tables =
+    filter.ambiguous === true && held ? [held] : filter.ambiguous === false || !held ? [clean] : [clean, held]
+  const selections = tables.map((t) => selection(t, filter))
+  if (tables.length === 1) {
+    const [table] = tables
+    const rows = selections[0]
+    return { total: rows ? rows.length : table.numRows, at: (n) => ({ table, row: rows ? rows[n] : n }) }
+  }
+  const heldNumbers = Int32Array.from(held!.getChild('match_no')!.toArray() as Int32Array)
+  if (!selections[0] && !selections[1]) {
+    // every match of the run, numbered 1..total: place n holds match n + 1, in whichever file has it
+    return {
+      total: clean.numRows + held!.numRows,
+      at: (n) => {
+        const before = lowerBound(heldNumbers, n + 1)
+        return heldNumbers[before] === n + 1 ? { table: held!, row: before } : { table: clean, row: n - before }
+      },
+    }
+  }
+  const cleanRows = selections[0] ?? Array.from({ length: clean.numRows }, (_, i) => i)
+  const heldRows = selections[1] ?? Array.from({ length: held!.numRows }, (_, i) => i)
+  const cleanNumbers = clean.getChild('match_no')!
+  const merged: { table: ArrowTable; row: number }[] = []
+  let h = 0
+  for (const row of cleanRows) {
+    const no = cleanNumbers.get(row) as number
+    while (h < heldRows.length && heldNumbers[heldRows[h]] < no) merged.push({ table: held!, row: heldRows[h++] })
+    merged.push({ table: clean, row })
+  }
+  while (h < heldRows.length) merged.push({ table: held!, row: heldRows[h++] })
+  return { total: merged.length, at: (n) => merged[n] }
+}
+
+/** The first index whose value is >= x in an ascending array. */
+function lowerBound(a: Int32Array, x: number): number {
+  let lo = 0
+  let hi = a.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (a[mid] < x) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
 export async function matchesPage(dir: string, offset: number, limit: number, filter: MatchFilter = {}) {
-  const table = await open(dir, 'matches')
-  const rows = selection(table, filter)
-  const total = rows ? rows.length : table.numRows
-  const col = (name: string) => table.getChild(name)!
-  const [no, pass, pattern, lk, rk, score, amount, days, ambiguous] = [
-    'match_no',
-    'pass',
-    'pattern',
-    'left_keys',
-    'right_keys',
-    'score',
-    'amount_delta',
-    'days_delta',
-    'ambiguous',
-  ].map(col)
-  const amountField = table.schema.fields.find((f) => f.name === 'amount_delta')!
+  const rows = await matchRows(dir, filter)
   const items = []
-  for (let n = offset; n < Math.min(total, offset + limit); n++) {
-    const i = rows ? rows[n] : n
+  for (let n = offset; n < Math.min(rows.total, offset + limit); n++) {
+    const { table, row: i } = rows.at(n)
+    const col = (name: string) => table.getChild(name)!
+    const amountField = table.schema.fields.find((f) => f.name === 'amount_delta')!
+    const days = col('days_delta').get(i) as number | null
     items.push({
-      match_id: `m${String(no.get(i)).padStart(7, '0')}`,
-      pass: String(pass.get(i)),
-      pattern: String(pattern.get(i)),
-      left_keys: [...(lk.get(i) as Iterable<string>)],
-      right_keys: [...(rk.get(i) as Iterable<string>)],
-      score: Number(score.get(i)),
-      deltas: { amount: jsonOf(amountField, amount, i) as string | null, days: days.get(i) ?? null },
-      ambiguous: Boolean(ambiguous.get(i)),
+      match_id: `m${String(col('match_no').get(i)).padStart(7, '0')}`,
+      pass: String(col('pass').get(i)),
+      pattern: String(col('pattern').get(i)),
+      left_keys: [...(col('left_keys').get(i) as Iterable<string>)],
+      right_keys: [...(col('right_keys').get(i) as Iterable<string>)],
+      score: Number(col('score').get(i)),
+      deltas: { amount: jsonOf(amountField, col('amount_delta'), i) as string | null, days: days ?? null },
+      ambiguous: Boolean(col('ambiguous').get(i)),
     })
   }
-  return { total, offset, limit, items }
+  return { total: rows.total, offset, limit, items }
 }
 
 /** Reads the nearest miss of row i of an unmatched-records file, and says why the record is unmatched. */
@@ -196,9 +246,22 @@ export async function unmatchedPage(
   return { total, offset, limit, items }
 }
 
+/** A result set's file; a run stored before ambiguous matches had their own file has none for them. */
+function exportedFile(dir: string, set: ResultSet): string {
+  const path = resultFile(dir, set)
+  if (set === 'ambiguous' && !existsSync(path))
+    throw new ConcordError(
+      'result_set_missing',
+      'this run was stored before ambiguous matches had their own set: its matches export holds them (column ambiguous)',
+      404,
+      'retry the run to store them apart',
+    )
+  return path
+}
+
 /** The Arrow file as written. */
 export function arrowExport(dir: string, set: ResultSet): Readable {
-  return createReadStream(resultFile(dir, set))
+  return createReadStream(exportedFile(dir, set))
 }
 
 function csvField(v: JsonValue | JsonValue[]): string {
@@ -209,8 +272,9 @@ function csvField(v: JsonValue | JsonValue[]): string {
 
 /** CSV with a header row, produced a batch of rows at a time as the client reads. */
 export async function csvExport(dir: string, set: ResultSet): Promise<Readable> {
+  exportedFile(dir, set)
   const table = await open(dir, set)
-  const unmatchedSide = set === 'matches' ? null : set === 'unmatched-left' ? 'left' : 'right'
+  const unmatchedSide = set === 'unmatched-left' ? 'left' : set === 'unmatched-right' ? 'right' : null
   const miss = unmatchedSide ? missReader(table, unmatchedSide) : null
   // unmatched records: the nearest miss as the sentences a page shows, then the record's columns
   const hidden = new Set(

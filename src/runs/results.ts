@@ -1,6 +1,8 @@
-// A run's results on disk: three Arrow IPC files in the run's folder — matches, unmatched-left and
-// unmatched-right — written once by the run's worker, then read many times (pages, exports)
-// without running the match again. The run's database row holds the summary; these hold the bulk.
+// A run's results on disk: four Arrow IPC files in the run's folder — matches (the clean ones),
+// ambiguous (the groups held for review), unmatched-left and unmatched-right — written once by the
+// run's worker, then read many times (pages, exports) without running the match again. The run's
+// database row holds the summary; these hold the bulk. Matches keep one numbering across the two
+// match files (match_no), so ids stay those of the run.
 
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -17,12 +19,12 @@ import {
 import { arrowColumns, arrowData, stringColumn, stringListVector } from '../engine/data/arrow.js'
 import type { StringColumn } from '../engine/data/column.js'
 import { takeColumn } from '../engine/data/column.js'
-import { type PassInfo, recordKeyReader } from '../engine/explain/evidence.js'
+import { type MatchSet, type PassInfo, recordKeyReader } from '../engine/explain/evidence.js'
 import type { RunResult } from '../engine/reconcile.js'
 import { takeRows, type Table } from '../engine/data/table.js'
 import { formatDecimal, POW10 } from '../engine/data/values.js'
 
-export const RESULT_SETS = ['matches', 'unmatched-left', 'unmatched-right'] as const
+export const RESULT_SETS = ['matches', 'ambiguous', 'unmatched-left', 'unmatched-right'] as const
 export type ResultSet = (typeof RESULT_SETS)[number]
 
 export const resultFile = (dir: string, set: ResultSet) => join(dir, `${set}.arrow`)
@@ -107,19 +109,54 @@ export interface ResultsInput {
   records?: { left: Table; right: Table }
 }
 
-/** Writes the three result files of a completed run into `dir` (which exists). */
-export async function writeResults(dir: string, { result, leftKey, rightKey, records }: ResultsInput): Promise<void> {
-  const { left, right, matches: m, passes } = result
-  const leftKeys = keyColumn(left, leftKey)
-  const rightKeys = keyColumn(right, rightKey)
+/**
+ * The matches whose ambiguous flag is `flag`, with their numbers in the run (match_no). A run
+ * without ambiguous matches writes its match columns as they are.
+ */
+function matchesFlagged(m: MatchSet, flag: 0 | 1): { set: MatchSet; numbers: Int32Array } {
+  const picked: number[] = []
+  for (let k = 0; k < m.count; k++) if (m.ambiguous[k] === flag) picked.push(k)
+  if (picked.length === m.count) return { set: m, numbers: Int32Array.from({ length: m.count }, (_, k) => k + 1) }
+  const n = picked.length
+  const leftStart = new Int32Array(n + 1)
+  const rightStart = new Int32Array(n + 1)
+  picked.forEach((k, x) => {
+    leftStart[x + 1] = leftStart[x] + m.leftStart[k + 1] - m.leftStart[k]
+    rightStart[x + 1] = rightStart[x] + m.rightStart[k + 1] - m.rightStart[k]
+  })
+  const leftRows = new Int32Array(leftStart[n])
+  const rightRows = new Int32Array(rightStart[n])
+  picked.forEach((k, x) => {
+    leftRows.set(m.leftRows.subarray(m.leftStart[k], m.leftStart[k + 1]), leftStart[x])
+    rightRows.set(m.rightRows.subarray(m.rightStart[k], m.rightStart[k + 1]), rightStart[x])
+  })
+  return {
+    set: {
+      count: n,
+      pass: Int32Array.from(picked, (k) => m.pass[k]),
+      score: Float64Array.from(picked, (k) => m.score[k]),
+      ambiguous: Uint8Array.from(picked, (k) => m.ambiguous[k]),
+      amountDelta: Float64Array.from(picked, (k) => m.amountDelta[k]),
+      daysDelta: Float64Array.from(picked, (k) => m.daysDelta[k]),
+      leftStart,
+      leftRows,
+      rightStart,
+      rightRows,
+    },
+    numbers: Int32Array.from(picked, (k) => k + 1),
+  }
+}
 
-  const amountDelta = amountVector(m.amountDelta, m.pass, passes)
-  const matchNo = new Int32Array(m.count)
-  for (let k = 0; k < m.count; k++) matchNo[k] = k + 1
+function matchesTable(
+  { set: m, numbers }: { set: MatchSet; numbers: Int32Array },
+  passes: PassInfo[],
+  leftKeys: StringColumn,
+  rightKeys: StringColumn,
+): ArrowTable {
   const patterns = [...new Set(passes.map((p) => p.pattern))]
   const patternIndex = Int32Array.from(m.pass, (p) => patterns.indexOf(passes[p].pattern))
-  const matches = new ArrowTable({
-    match_no: makeVector(makeData({ type: new Int32(), length: m.count, nullCount: 0, data: matchNo })),
+  return new ArrowTable({
+    match_no: makeVector(makeData({ type: new Int32(), length: m.count, nullCount: 0, data: numbers })),
     pass: dictionaryVector(
       passes.map((p) => p.name),
       m.pass,
@@ -128,11 +165,25 @@ export async function writeResults(dir: string, { result, leftKey, rightKey, rec
     left_keys: stringListVector(takeColumn(leftKeys, m.leftRows) as StringColumn, m.leftStart),
     right_keys: stringListVector(takeColumn(rightKeys, m.rightRows) as StringColumn, m.rightStart),
     score: makeVector(arrowData({ type: 'float', length: m.count, valid: null, values: m.score })),
-    amount_delta: amountDelta,
+    amount_delta: amountVector(m.amountDelta, m.pass, passes),
     days_delta: float64Vector(m.daysDelta),
     ambiguous: boolVector(m.ambiguous),
   })
-  await writeFile(resultFile(dir, 'matches'), tableToIPC(matches, 'file'))
+}
+
+/** Writes the four result files of a completed run into `dir` (which exists). */
+export async function writeResults(dir: string, { result, leftKey, rightKey, records }: ResultsInput): Promise<void> {
+  const { left, right, matches: m, passes } = result
+  const leftKeys = keyColumn(left, leftKey)
+  const rightKeys = keyColumn(right, rightKey)
+
+  for (const [set, flag] of [
+    ['matches', 0],
+    ['ambiguous', 1],
+  ] as const) {
+    const table = matchesTable(matchesFlagged(m, flag), passes, leftKeys, rightKeys)
+    await writeFile(resultFile(dir, set), tableToIPC(table, 'file'))
+  }
 
   // unmatched records: the nearest miss as structure (keys, pass, conjunct); the sentence that
   // explains it is made when read (pages.ts), not written a million times
