@@ -98,6 +98,22 @@ function amountVector(units: Float64Array, passOf: Int32Array, passes: PassInfo[
   return makeVector(arrowData({ type: 'decimal', length: n, valid, values, scale }))
 }
 
+/** The keys of `rows`, NULL where a row is -1 (most unmatched records tied with nothing). */
+function keysOrNull(keys: StringColumn, rows: Int32Array): StringColumn {
+  const n = rows.length
+  const offsets = new Int32Array(n + 1)
+  const valid = new Uint8Array(n)
+  for (let k = 0; k < n; k++) {
+    const row = rows[k]
+    valid[k] = row >= 0 ? 1 : 0
+    offsets[k + 1] = offsets[k] + (row >= 0 ? keys.offsets[row + 1] - keys.offsets[row] : 0)
+  }
+  const data = new Uint8Array(offsets[n])
+  for (let k = 0; k < n; k++)
+    if (rows[k] >= 0) data.set(keys.data.subarray(keys.offsets[rows[k]], keys.offsets[rows[k] + 1]), offsets[k])
+  return { type: 'string', length: n, valid, offsets, data }
+}
+
 export interface ResultsInput {
   result: RunResult
   leftKey: string[]
@@ -114,22 +130,26 @@ export interface ResultsInput {
  * without ambiguous matches writes its match columns as they are.
  */
 function matchesFlagged(m: MatchSet, flag: 0 | 1): { set: MatchSet; numbers: Int32Array } {
-  const picked: number[] = []
-  for (let k = 0; k < m.count; k++) if (m.ambiguous[k] === flag) picked.push(k)
-  if (picked.length === m.count) return { set: m, numbers: Int32Array.from({ length: m.count }, (_, k) => k + 1) }
+  let flagged = 0
+  for (let k = 0; k < m.count; k++) if (m.ambiguous[k] === flag) flagged++
+  if (flagged === m.count) return { set: m, numbers: Int32Array.from({ length: m.count }, (_, k) => k + 1) }
+  const picked = new Int32Array(flagged)
+  for (let k = 0, x = 0; k < m.count; k++) if (m.ambiguous[k] === flag) picked[x++] = k
   const n = picked.length
   const leftStart = new Int32Array(n + 1)
   const rightStart = new Int32Array(n + 1)
-  picked.forEach((k, x) => {
+  for (let x = 0; x < n; x++) {
+    const k = picked[x]
     leftStart[x + 1] = leftStart[x] + m.leftStart[k + 1] - m.leftStart[k]
     rightStart[x + 1] = rightStart[x] + m.rightStart[k + 1] - m.rightStart[k]
-  })
+  }
   const leftRows = new Int32Array(leftStart[n])
   const rightRows = new Int32Array(rightStart[n])
-  picked.forEach((k, x) => {
+  for (let x = 0; x < n; x++) {
+    const k = picked[x]
     leftRows.set(m.leftRows.subarray(m.leftStart[k], m.leftStart[k + 1]), leftStart[x])
     rightRows.set(m.rightRows.subarray(m.rightStart[k], m.rightStart[k + 1]), rightStart[x])
-  })
+  }
   return {
     set: {
       count: n,
@@ -143,7 +163,7 @@ function matchesFlagged(m: MatchSet, flag: 0 | 1): { set: MatchSet; numbers: Int
       rightStart,
       rightRows,
     },
-    numbers: Int32Array.from(picked, (k) => k + 1),
+    numbers: picked.map((k) => k + 1),
   }
 }
 
@@ -199,11 +219,7 @@ export async function writeResults(dir: string, { result, leftKey, rightKey, rec
     const passIndex = new Int32Array(n)
     const conjunctIndex = new Int32Array(n)
     const hasConjunct = new Uint8Array(n)
-    const tiedRows = new Int32Array(n)
-    const hasTie = new Uint8Array(n)
     for (let k = 0; k < n; k++) {
-      hasTie[k] = u.tiedWith[k] >= 0 ? 1 : 0
-      tiedRows[k] = hasTie[k] ? u.tiedWith[k] : 0
       const found = u.candidate[k] >= 0 && u.pass[k] >= 0
       hasCandidate[k] = found ? 1 : 0
       candidateRows[k] = found ? u.candidate[k] : 0
@@ -212,7 +228,7 @@ export async function writeResults(dir: string, { result, leftKey, rightKey, rec
       conjunctIndex[k] = hasConjunct[k] ? conjunctBase[u.pass[k]] + u.conjunct[k] : 0
     }
     const closest = takeColumn(otherKeys, candidateRows) as StringColumn
-    const tiedWith = takeColumn(ownKeys, tiedRows) as StringColumn
+    const tiedWith = keysOrNull(ownKeys, u.tiedWith)
     const unmatched = new ArrowTable({
       record_key: makeVector(arrowData(takeColumn(ownKeys, u.rows))),
       closest_candidate: makeVector(arrowData({ ...closest, valid: hasCandidate })),
@@ -223,7 +239,7 @@ export async function writeResults(dir: string, { result, leftKey, rightKey, rec
       ),
       failed_conjunct: dictionaryVector(conjuncts, conjunctIndex, hasConjunct),
       candidate_taken: boolVector(Uint8Array.from(u.candidateTaken)),
-      tied_with: makeVector(arrowData({ ...tiedWith, valid: hasTie })),
+      tied_with: makeVector(arrowData(tiedWith)),
       ...arrowColumns(records ? records[side] : takeRows(own, u.rows), side === 'left' ? 'l.' : 'r.'),
     })
     unmatched.schema.metadata.set('concord.passes', JSON.stringify(passes))
