@@ -140,7 +140,7 @@ t.test('the left 100.00/99.10, right 100.00/100.90 example: two matches, not one
   t.same(out.ties, [])
   t.match(out.report, { uncontested: 0, components: 1, exact: 1, greedy_fallback: 0, largest_component: 3 })
   // best-first (past the exact bound) keeps the old behaviour, and says so
-  const greedy = run(g, { exactWork: 0 })
+  const greedy = run(g, { exactBudget: 0 })
   t.same(greedy.pairs, [[0, 0]])
   t.match(greedy.report, { components: 1, exact: 0, greedy_fallback: 1 })
 })
@@ -199,7 +199,7 @@ t.test(
         if (key(sortedKeys(out.pairs)) !== key(sortedKeys(inEvery)))
           throw new Error(`pairs ${key(out.pairs)} vs ${key(inEvery)}`)
         // the greedy fallback is maximal but may match fewer
-        const greedy = run(g, { exactWork: 0 })
+        const greedy = run(g, { exactBudget: 0 })
         const greedyMatched =
           greedy.pairs.length + greedy.ties.reduce((a, x) => a + Math.min(x.left.length, x.right.length), 0)
         if (greedyMatched < optimal[0].length) seenStranding++

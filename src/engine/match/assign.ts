@@ -14,7 +14,9 @@
 // `reported` is the match's score (0..1), the weight itself when not given.
 
 import { assignGreedy } from './greedy.js'
-import { type Component, quantizeWeight, solveComponent, Workspace } from './optimal.js'
+import { ContestedComponents } from './components.js'
+import { quantizeWeight, solveComponent } from './optimal.js'
+import { Workspace } from './workspace.js'
 import { optimalPairs, resolveTies, tieGroups } from './ties.js'
 
 export interface OneToOneScores {
@@ -36,8 +38,8 @@ export interface OneToOneSink {
 export interface AssignOptions {
   /** A total order on candidate pairs that resolves ties: negative when (i1, j1) is preferred. */
   prefer?: (i1: number, j1: number, i2: number, j2: number) => number
-  /** Components with pairs × records on their smaller side above this are assigned best-first. */
-  exactWork?: number
+  /** Arcs an exact search may relax per component before it is assigned best-first (EXACT_BUDGET). */
+  exactBudget?: number
 }
 
 /** What a 1:1 pass's assignment did, for its report. */
@@ -57,15 +59,21 @@ export interface AssignmentReport {
 }
 
 /**
- * Pairs × smaller side (Dijkstra runs × their arcs) up to which a component is solved exactly:
- * about 60 ms for the worst shape measured (a dense 1400 × 1400 component; bench notes in
- * docs/ARCHITECTURE.md); it also keeps path costs below 2^53 (optimal.ts).
+ * Arcs the exact searches may relax in one component before it is assigned best-first instead:
+ * 15–65 ms of searching at the 7–33 ns a relaxation was measured to cost (bench notes in
+ * docs/ARCHITECTURE.md). Counting the work done, not guessing it from the size, keeps exact the
+ * many large components that are cheap (a band's chain of 20,000 records: 11 ms). The searches
+ * relax at most (smaller side) × (pairs) arcs, so a component that reaches the budget has at
+ * least budget^(2/3) pairs, and a pass spends at most budget^(1/3) (about 126) relaxations per
+ * contested pair, however its components are shaped.
  */
-export const EXACT_WORK = 2_000_000
+export const EXACT_BUDGET = 2_000_000
 
 export function emptyAssignment(): AssignmentReport {
   return { uncontested: 0, components: 0, exact: 0, greedy_fallback: 0, largest_component: 0, ties_resolved: 0 }
 }
+
+type PairOrder = (a: number, b: number) => number
 
 export function assignOneToOne(
   pairsLeft: Int32Array,
@@ -101,35 +109,28 @@ export function assignOneToOne(
   }
   if (contested.length === 0) return report
 
-  const exactWork = options.exactWork ?? EXACT_WORK
+  const budget = options.exactBudget ?? EXACT_BUDGET
   const w = new Workspace()
   const emit = emitter(w, reported, leftFree, rightFree, sink)
   const prefer = options.prefer
-  const order = prefer
-    ? (a: number, b: number) =>
-        prefer(
-          w.leftRow[w.edgeLeft[a]],
-          w.rightRow[w.edgeRight[a]],
-          w.leftRow[w.edgeLeft[b]],
-          w.rightRow[w.edgeRight[b]],
-        )
+  const order: PairOrder | undefined = prefer
+    ? (a, b) => prefer(emit.left(a), emit.right(a), emit.left(b), emit.right(b))
     : undefined
   const components = new ContestedComponents(pairsLeft, pairsRight, contested, leftFree.length, rightFree.length)
   for (let k = 0; k < components.count; k++) {
     components.load(k, w)
-    for (let e = 0; e < w.edges; e++)
-      w.weight[e] = quantizeWeight(weightOf(w.leftRow[w.edgeLeft[e]], w.rightRow[w.edgeRight[e]]))
+    for (let e = 0; e < w.edges; e++) w.weight[e] = quantizeWeight(weightOf(emit.left(e), emit.right(e)))
     report.components++
     report.largest_component = Math.max(report.largest_component, w.edges)
     if (w.nl === 1 || w.nr === 1) {
       report.exact++
       report.ties_resolved += assignStar(w, emit, order)
-    } else if (w.edges * Math.min(w.nl, w.nr) > exactWork) {
-      report.greedy_fallback++
-      report.ties_resolved += assignGreedy(w, emit, order)
-    } else {
+    } else if (solveComponent(w, budget)) {
       report.exact++
       report.ties_resolved += assignExact(w, emit, order)
+    } else {
+      report.greedy_fallback++
+      report.ties_resolved += assignGreedy(w, emit, order)
     }
   }
   return report
@@ -139,7 +140,7 @@ export function assignOneToOne(
  * One record against several on the other side (the usual contest: a sale and its duplicate
  * settlements): its best-weighted candidate, or the candidates tied at the best weight.
  */
-function assignStar(w: Workspace, emit: ComponentEmitter, order?: (a: number, b: number) => number): number {
+function assignStar(w: Workspace, emit: ComponentEmitter, order?: PairOrder): number {
   let best = -Infinity
   for (let e = 0; e < w.edges; e++) if (w.weight[e] > best) best = w.weight[e]
   const tied: number[] = []
@@ -168,8 +169,7 @@ function assignStar(w: Workspace, emit: ComponentEmitter, order?: (a: number, b:
 }
 
 /** A component solved exactly (optimal.ts); ties held as one ambiguous match each, or resolved by `prefer`. */
-function assignExact(w: Workspace, emit: ComponentEmitter, order?: (a: number, b: number) => number): number {
-  solveComponent(w)
+function assignExact(w: Workspace, emit: ComponentEmitter, order?: PairOrder): number {
   const groups = optimalPairs(w) > 0 ? tieGroups(w) : []
   let resolved = 0
   const tied = new Set<number>()
@@ -190,12 +190,19 @@ function matchedIn(left: number[], mateLeft: Int32Array): number[] {
   return out
 }
 
-/** How a component's decisions reach the sink, in the pass's positions. */
+/**
+ * How a component's decisions reach the sink, in the pass's positions and sides (a workspace
+ * holds a component with its smaller side as its left: `flipped` when that is the pass's right).
+ */
 export interface ComponentEmitter {
+  /** The pass's left / right position of a pair. */
+  left(e: number): number
+  right(e: number): number
   pair(e: number): void
   /**
-   * A tie over these records: its score is the mean of `assigned`'s (one optimal assignment of
-   * them), its deltas those of the first of `optimal` by position, which every engine finds alike.
+   * A tie over these records (the workspace's sides): its score is the mean of `assigned`'s (one
+   * optimal assignment of them), its deltas those of the first of `optimal` by the pass's
+   * positions, which every engine finds alike.
    */
   tie(left: number[], right: number[], assigned: number[], optimal: number[]): void
   /** Records of `pairs` (in preference order) left unmatched: each tied with the one matched to its partner. */
@@ -203,163 +210,53 @@ export interface ComponentEmitter {
 }
 
 function emitter(
-  c: Component,
+  w: Workspace,
   reported: (i: number, j: number) => number,
   leftFree: Uint8Array,
   rightFree: Uint8Array,
   sink: OneToOneSink,
 ): ComponentEmitter {
-  const li = (e: number) => c.leftRow[c.edgeLeft[e]]
-  const rj = (e: number) => c.rightRow[c.edgeRight[e]]
+  const own = (e: number) => w.leftRow[w.edgeLeft[e]]
+  const other = (e: number) => w.rightRow[w.edgeRight[e]]
+  const left = (e: number) => (w.flipped ? other(e) : own(e))
+  const right = (e: number) => (w.flipped ? own(e) : other(e))
   return {
+    left,
+    right,
     pair(e) {
-      leftFree[li(e)] = 0
-      rightFree[rj(e)] = 0
-      sink.pair(li(e), rj(e), reported(li(e), rj(e)))
+      leftFree[left(e)] = 0
+      rightFree[right(e)] = 0
+      sink.pair(left(e), right(e), reported(left(e), right(e)))
     },
-    tie(left, right, assigned, optimal) {
-      const l = left.map((i) => c.leftRow[i]).sort((a, b) => a - b)
-      const r = right.map((j) => c.rightRow[j]).sort((a, b) => a - b)
+    tie(ownSide, otherSide, assigned, optimal) {
+      const a = ownSide.map((i) => w.leftRow[i])
+      const b = otherSide.map((j) => w.rightRow[j])
+      const [l, r] = (w.flipped ? [b, a] : [a, b]).map((rows) => rows.sort((x, y) => x - y))
       for (const i of l) leftFree[i] = 0
       for (const j of r) rightFree[j] = 0
       let total = 0
-      for (const e of assigned) total += reported(li(e), rj(e))
+      for (const e of assigned) total += reported(left(e), right(e))
       let first = optimal[0]
-      for (const e of optimal) if (li(e) < li(first) || (li(e) === li(first) && rj(e) < rj(first))) first = e
-      sink.tie(l, r, total / assigned.length, li(first), rj(first))
+      for (const e of optimal)
+        if (left(e) < left(first) || (left(e) === left(first) && right(e) < right(first))) first = e
+      sink.tie(l, r, total / assigned.length, left(first), right(first))
     },
     passedOver(pairs, mateLeft, mateRight) {
       if (!sink.passedOver) return
+      const [ownSide, otherSide] = w.flipped ? (['r', 'l'] as const) : (['l', 'r'] as const)
       const noted = new Set<string>()
       for (const e of pairs) {
-        const i = c.edgeLeft[e]
-        const j = c.edgeRight[e]
+        const i = w.edgeLeft[e]
+        const j = w.edgeRight[e]
         if (mateLeft[i] < 0 && mateRight[j] >= 0 && !noted.has(`l${i}`)) {
           noted.add(`l${i}`)
-          sink.passedOver('l', c.leftRow[i], li(mateRight[j]), c.rightRow[j])
+          sink.passedOver(ownSide, w.leftRow[i], own(mateRight[j]), w.rightRow[j])
         }
         if (mateRight[j] < 0 && mateLeft[i] >= 0 && !noted.has(`r${j}`)) {
           noted.add(`r${j}`)
-          sink.passedOver('r', c.rightRow[j], rj(mateLeft[i]), c.leftRow[i])
+          sink.passedOver(otherSide, w.rightRow[j], other(mateLeft[i]), w.leftRow[i])
         }
       }
     },
   }
-}
-
-/**
- * Connected components of the contested pairs, built once for all: pairs ordered by component and
- * within it by left record (counting sorts), so a component is loaded by copying a slice.
- */
-class ContestedComponents {
-  readonly count: number
-  private readonly pairStart: Int32Array
-  private readonly pairs: Int32Array
-  private readonly leftDense: Int32Array
-  private readonly rightDense: Int32Array
-  private readonly localRight: Int32Array
-  private readonly contested: number[]
-
-  constructor(
-    private readonly pairsLeft: Int32Array,
-    private readonly pairsRight: Int32Array,
-    contested: number[],
-    leftLength: number,
-    rightLength: number,
-  ) {
-    // dense ids of the contested records (id + 1; 0 = none): fresh zeroed memory, written only
-    // where a contested record is, so a pass with few contested pairs touches few pages
-    const leftId = new Int32Array(leftLength)
-    const rightId = new Int32Array(rightLength)
-    let nl = 0
-    let nr = 0
-    for (const n of contested) {
-      if (leftId[pairsLeft[n]] === 0) leftId[pairsLeft[n]] = ++nl
-      if (rightId[pairsRight[n]] === 0) rightId[pairsRight[n]] = ++nr
-    }
-    const parent = new Int32Array(nl + nr)
-    for (let x = 0; x < parent.length; x++) parent[x] = x
-    const find = (x: number): number => {
-      while (parent[x] !== x) x = parent[x] = parent[parent[x]]
-      return x
-    }
-    const c = contested.length
-    this.leftDense = new Int32Array(c)
-    this.rightDense = new Int32Array(c)
-    for (let k = 0; k < c; k++) {
-      const l = (this.leftDense[k] = leftId[pairsLeft[contested[k]]] - 1)
-      const r = (this.rightDense[k] = rightId[pairsRight[contested[k]]] - 1)
-      const a = find(l)
-      const b = find(nl + r)
-      if (a !== b) parent[a] = b
-    }
-    // component numbers in order of first appearance
-    const number = new Int32Array(nl + nr).fill(-1)
-    let components = 0
-    const componentOf = new Int32Array(c)
-    for (let k = 0; k < c; k++) {
-      const root = find(this.leftDense[k])
-      if (number[root] < 0) number[root] = components++
-      componentOf[k] = number[root]
-    }
-    // by left record, then (stably) by component
-    const byLeft = countingSort(this.leftDense, nl, null)
-    const order = countingSort(componentOf, components, byLeft)
-    this.pairStart = new Int32Array(components + 1)
-    for (let k = 0; k < c; k++) this.pairStart[componentOf[k] + 1]++
-    for (let k = 0; k < components; k++) this.pairStart[k + 1] += this.pairStart[k]
-    this.pairs = order
-    this.count = components
-    this.contested = contested
-    this.localRight = new Int32Array(nr).fill(-1)
-  }
-
-  /** Copies component k into the workspace, its records numbered from 0. */
-  load(k: number, w: Workspace): void {
-    const from = this.pairStart[k]
-    const to = this.pairStart[k + 1]
-    let nl = 0
-    let nr = 0
-    let lastLeft = -1
-    for (let x = from; x < to; x++) {
-      const p = this.pairs[x]
-      if (this.leftDense[p] !== lastLeft) {
-        lastLeft = this.leftDense[p]
-        nl++
-      }
-      if (this.localRight[this.rightDense[p]] < 0) this.localRight[this.rightDense[p]] = nr++
-    }
-    w.reserve(nl, nr, to - from)
-    lastLeft = -1
-    let i = -1
-    for (let x = from, e = 0; x < to; x++, e++) {
-      const p = this.pairs[x]
-      const n = this.contested[p]
-      if (this.leftDense[p] !== lastLeft) {
-        lastLeft = this.leftDense[p]
-        w.start[++i] = e
-        w.leftRow[i] = this.pairsLeft[n]
-      }
-      const j = this.localRight[this.rightDense[p]]
-      w.edgeLeft[e] = i
-      w.edgeRight[e] = j
-      w.rightRow[j] = this.pairsRight[n]
-    }
-    w.start[nl] = to - from
-    for (let x = from; x < to; x++) this.localRight[this.rightDense[this.pairs[x]]] = -1
-  }
-}
-
-/** Indices 0..n-1 (or `input`'s order) stably sorted by `key` (values in 0..buckets-1). */
-function countingSort(key: Int32Array, buckets: number, input: Int32Array | null): Int32Array {
-  const n = key.length
-  const start = new Int32Array(buckets + 1)
-  for (let k = 0; k < n; k++) start[key[k] + 1]++
-  for (let b = 0; b < buckets; b++) start[b + 1] += start[b]
-  const out = new Int32Array(n)
-  for (let x = 0; x < n; x++) {
-    const k = input === null ? x : input[x]
-    out[start[key[k]]++] = k
-  }
-  return out
 }

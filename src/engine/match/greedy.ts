@@ -5,7 +5,7 @@
 // left free could still be paired) but may match fewer records than the exact assignment.
 
 import type { ComponentEmitter } from './assign.js'
-import type { Component } from './optimal.js'
+import type { Component } from './workspace.js'
 
 /** Assigns the component; returns how many ties `prefer` resolved. */
 export function assignGreedy(c: Component, emit: ComponentEmitter, order?: (a: number, b: number) => number): number {

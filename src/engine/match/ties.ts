@@ -3,34 +3,37 @@
 // A pair is *optimal* when some optimal assignment (the most matches, then the largest total
 // weight: optimal.ts) contains it. Another optimal assignment differs from the one found only
 // along cycles of the residual graph whose arcs all have reduced cost 0 — a cycle through the
-// source or the sink is a path that changes which record is matched (a sale keeps a settlement
-// but its duplicate could take it instead). So a pair outside the assignment is optimal exactly
-// when its arc has reduced cost 0 and both its records lie in one strongly connected component
-// of the zero-cost arcs.
+// sink or an "unmatched" column changes which record is matched (a sale keeps a settlement but
+// its duplicate could take it instead). So a pair outside the assignment is optimal exactly when
+// its arc has reduced cost 0 and both its records lie in one strongly connected component of the
+// zero-cost arcs.
 //
 // A *tie* is a connected group of two or more optimal pairs: its records can trade partners (or
 // be matched instead of one another) at no loss, so each of them has a different partner (or
 // none) in some optimal assignment. Without `prefer` a tie is one ambiguous match held for
 // review; an optimal pair alone in its group is in every optimal assignment: a clean match.
 
-import type { Workspace } from './optimal.js'
+import type { Workspace } from './workspace.js'
 
-/** Reduced cost of a pair's arc (left → right; right → left, negated, when it is matched). */
-function reducedCost(w: Workspace, e: number): number {
-  return w.cost[e] + w.potential[w.edgeLeft[e]] - w.potential[w.nl + w.edgeRight[e]]
+/** Whether a pair's arc (left → right; right → left when matched) has reduced cost 0. */
+function zeroCost(w: Workspace, e: number): boolean {
+  const l = w.edgeLeft[e]
+  const r = w.nl + w.edgeRight[e]
+  return w.potentialA[l] === w.potentialA[r] && w.cost[e] + w.potentialB[l] - w.potentialB[r] === 0
 }
 
 /**
  * The arcs of the residual graph with reduced cost 0, grouped by node in the workspace's arc
- * arrays (arcPair: the pair an arc runs along, -1 for source and sink arcs), skipping `removed`
- * nodes.
+ * arrays (arcPair: the pair an arc runs along, -1 for the others), skipping `removed` nodes.
+ * Besides the pairs: left i ⇄ its "unmatched" column (cost (1, 0)), and every column ⇄ the
+ * sink (cost 0; the sink's potential is 0): free columns into it, assigned ones out of it.
  */
 function zeroArcs(w: Workspace, removed: Uint8Array | null): void {
-  const { nl, nr, edges, edgeLeft, edgeRight, mateLeft, mateRight, potential: p } = w
+  const { nl, nr, edges, edgeLeft, edgeRight, mateLeft, mateRight, potentialA: pA, potentialB: pB } = w
   const { arcFrom, arcTo, arcPair, arcStart, arcFill } = w
-  const S = nl + nr
-  const T = S + 1
-  const nodes = nl + nr + 2
+  const unmatched = nl + nr
+  const T = 2 * nl + nr
+  const nodes = w.nodeCount
   let n = 0
   const add = (u: number, v: number, e: number) => {
     if (removed !== null && (removed[u] || removed[v])) return
@@ -39,20 +42,21 @@ function zeroArcs(w: Workspace, removed: Uint8Array | null): void {
     arcPair[n++] = e
   }
   for (let e = 0; e < edges; e++) {
-    const matched = mateLeft[edgeLeft[e]] === e
-    if (reducedCost(w, e) !== 0) continue
-    if (matched) add(nl + edgeRight[e], edgeLeft[e], e)
+    if (!zeroCost(w, e)) continue
+    if (mateLeft[edgeLeft[e]] === e) add(nl + edgeRight[e], edgeLeft[e], e)
     else add(edgeLeft[e], nl + edgeRight[e], e)
   }
   for (let i = 0; i < nl; i++) {
-    if (p[S] !== p[i]) continue
-    if (mateLeft[i] < 0) add(S, i, -1)
-    else add(i, S, -1)
+    const d = unmatched + i
+    if (pA[i] + 1 !== pA[d] || pB[i] !== pB[d]) continue
+    if (mateLeft[i] >= 0) add(i, d, -1)
+    else add(d, i, -1)
   }
-  for (let j = 0; j < nr; j++) {
-    if (p[nl + j] !== p[T]) continue
-    if (mateRight[j] < 0) add(nl + j, T, -1)
-    else add(T, nl + j, -1)
+  for (let c = nl; c < T; c++) {
+    if (pA[c] !== 0 || pB[c] !== 0) continue
+    const free = c < unmatched ? mateRight[c - nl] < 0 : mateLeft[c - unmatched] >= 0
+    if (free) add(c, T, -1)
+    else add(T, c, -1)
   }
   // group by node (counting sort): arcTo/arcPair are rewritten in place through a copy of the order
   arcStart.fill(0, 0, nodes + 1)
@@ -70,7 +74,7 @@ function zeroArcs(w: Workspace, removed: Uint8Array | null): void {
 
 /** Strongly connected components of the zero-cost arcs (iterative Tarjan) into `w.scc`. */
 function components(w: Workspace): void {
-  const nodes = w.nl + w.nr + 2
+  const nodes = w.nodeCount
   const { arcStart, arcTo, sccIndex: index, sccLow: low, scc, sccOnStack: onStack, sccStack: stack } = w
   const { callNode, callArc } = w
   index.fill(-1, 0, nodes)
@@ -126,7 +130,7 @@ export function optimalPairs(w: Workspace): number {
   let others = 0
   for (let e = 0; e < edges; e++) {
     if (mateLeft[edgeLeft[e]] === e) optimal[e] = 1
-    else if (scc[edgeLeft[e]] === scc[nl + edgeRight[e]] && reducedCost(w, e) === 0) {
+    else if (scc[edgeLeft[e]] === scc[nl + edgeRight[e]] && zeroCost(w, e)) {
       optimal[e] = 1
       others++
     } else optimal[e] = 0
@@ -182,7 +186,7 @@ export function tieGroups(w: Workspace): TieGroup[] {
  */
 export function resolveTies(w: Workspace, order: number[]): void {
   const { nl, nr, edgeLeft, edgeRight, mateLeft } = w
-  const nodes = nl + nr + 2
+  const nodes = w.nodeCount
   const removed = new Uint8Array(nodes)
   zeroArcs(w, removed)
   components(w)
@@ -191,11 +195,12 @@ export function resolveTies(w: Workspace, order: number[]): void {
     const j = nl + edgeRight[e]
     if (removed[i] || removed[j]) continue
     if (mateLeft[i] !== e) {
-      if (w.scc[i] !== w.scc[j] || reducedCost(w, e) !== 0) continue
+      if (w.scc[i] !== w.scc[j] || !zeroCost(w, e)) continue
       rotate(w, e, cyclePath(w, j, i, nodes))
     }
     removed[i] = 1
     removed[j] = 1
+    removed[nl + nr + i] = 1
     zeroArcs(w, removed)
     components(w)
   }
