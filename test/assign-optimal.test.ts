@@ -245,6 +245,90 @@ t.test(
   },
 )
 
+/** The most pairs, then the largest total weight, by a plain min-cost flow (Bellman–Ford paths): a second opinion. */
+function referenceOptimum(g: Graph): { pairs: number; weight: number } {
+  const S = g.nl + g.nr
+  const T = S + 1
+  const arcs: { to: number; cap: number; cost: number; rev: number }[][] = Array.from({ length: T + 1 }, () => [])
+  const add = (u: number, v: number, cost: number) => {
+    arcs[u].push({ to: v, cap: 1, cost, rev: arcs[v].length })
+    arcs[v].push({ to: u, cap: 0, cost: -cost, rev: arcs[u].length - 1 })
+  }
+  for (let i = 0; i < g.nl; i++) add(S, i, 0)
+  for (let j = 0; j < g.nr; j++) add(g.nl + j, T, 0)
+  for (const p of g.pairs) add(p.i, g.nl + p.j, -p.w)
+  let pairs = 0
+  let weight = 0
+  for (;;) {
+    const dist = new Array<number>(T + 1).fill(Infinity)
+    const via = new Array<[number, number] | null>(T + 1).fill(null)
+    dist[S] = 0
+    for (let round = 0; round <= T; round++)
+      for (let u = 0; u <= T; u++)
+        if (dist[u] < Infinity)
+          arcs[u].forEach((a, k) => {
+            if (a.cap > 0 && dist[u] + a.cost < dist[a.to]) {
+              dist[a.to] = dist[u] + a.cost
+              via[a.to] = [u, k]
+            }
+          })
+    if (dist[T] === Infinity) return { pairs, weight }
+    for (let v = T; v !== S;) {
+      const [u, k] = via[v]!
+      arcs[u][k].cap--
+      arcs[v][arcs[u][k].rev].cap++
+      v = u
+    }
+    pairs++
+    weight -= dist[T]
+  }
+}
+
+t.test(
+  'on larger random graphs, the assignment has the most pairs and the best total (against min-cost flow)',
+  async (t) => {
+    const larger = fc
+      .record({
+        nl: fc.integer({ min: 2, max: 25 }),
+        nr: fc.integer({ min: 2, max: 25 }),
+        density: fc.double({ min: 0.05, max: 0.6 }),
+      })
+      .chain(({ nl, nr, density }) =>
+        fc
+          .array(
+            fc.tuple(fc.double({ min: 0, max: 1, noNaN: true }), fc.constantFrom(-1.5, 0, 0.25, 0.5, 0.75, 1, 2)),
+            {
+              minLength: nl * nr,
+              maxLength: nl * nr,
+            },
+          )
+          .map((cells) => ({
+            nl,
+            nr,
+            pairs: cells.flatMap(([keep, w], k) => (keep < density ? [{ i: Math.floor(k / nr), j: k % nr, w }] : [])),
+          })),
+      )
+      .filter((g) => g.pairs.length > 0)
+    let compared = 0
+    fc.assert(
+      fc.property(larger, (g) => {
+        // prefer makes it one assignment, ties resolved, so its size and total can be compared
+        const out = run(g, { prefer: (i1, j1, i2, j2) => i1 - i2 || j1 - j2 })
+        const weight = new Map(g.pairs.map((p) => [`${p.i},${p.j}`, p.w]))
+        const total = out.pairs.reduce((a, [i, j]) => a + weight.get(`${i},${j}`)!, 0)
+        const best = referenceOptimum(g)
+        if (out.pairs.length !== best.pairs || total !== best.weight)
+          throw new Error(
+            `${out.pairs.length} pairs weighing ${total}, the optimum is ${best.pairs} weighing ${best.weight}`,
+          )
+        compared++
+      }),
+      { numRuns: 150 },
+    )
+    t.equal(compared, 150)
+  },
+)
+
 t.test(
   'a sale with three identical settlements is one tie of four; prefer takes one and notes the other two',
   async (t) => {
