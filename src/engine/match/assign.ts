@@ -1,8 +1,8 @@
 // 1:1 assignment (DESIGN §2): the most matched records first, then the best total score, within
 // each connected component of the candidate graph. A greedy best-first pick can strand records
 // (left 100.00 and 99.10, right 100.00 and 100.90, tolerance 1.00: taking 100.00–100.00 first
-// leaves 99.10 and 100.90 apart), so contested components are solved exactly (optimal.ts) up to
-// a bound on their size, and best-first past it, counted in the pass report.
+// leaves 99.10 and 100.90 apart), so contested components are solved exactly (optimal.ts), and
+// best-first only when that search would cost more than a budget, counted in the pass report.
 //
 // A pair whose two records have no other candidate cannot conflict with anything and is taken
 // at once (most pairs, in practice). Records that an optimal assignment could pair differently

@@ -1,4 +1,4 @@
-// Best-first 1:1 assignment of a component too large to solve exactly (assign.ts counts it as
+// Best-first 1:1 assignment of a component too costly to solve exactly (assign.ts counts it as
 // `greedy_fallback` in the pass report): pairs are taken by weight, best first. Within one weight
 // level, records with two or more free partners at that weight are a tie: one ambiguous match, or
 // with `prefer`, the level's pairs are taken in preference order. It is maximal (no two records
