@@ -1,5 +1,5 @@
 // `concord reconcile` as a user runs it: a child process on real files, no server. Its counts
-// equal those of the same recipe run through REST, and --out writes the three result files.
+// equal those of the same recipe run through REST, and --out writes the four result files.
 
 import { execFile } from 'node:child_process'
 import { readdir, readFile, writeFile } from 'node:fs/promises'
@@ -74,7 +74,7 @@ t.test(
       ['split', 2],
     ])
 
-    t.same((await readdir(out)).sort(), ['matches.csv', 'unmatched-left.csv', 'unmatched-right.csv'])
+    t.same((await readdir(out)).sort(), ['ambiguous.csv', 'matches.csv', 'unmatched-left.csv', 'unmatched-right.csv'])
     const matches = parse(await readFile(join(out, 'matches.csv')), { columns: true }) as Record<string, string>[]
     const unmatchedLeft = parse(await readFile(join(out, 'unmatched-left.csv')), { columns: true }) as Record<
       string,

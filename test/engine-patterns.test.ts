@@ -557,6 +557,7 @@ t.test('the summary has counts and exact amounts per side and per pass, match ra
   t.same(s.left, {
     rows: 4,
     matched: 3,
+    ambiguous: 0,
     unmatched: 1,
     amount: '47.30',
     matched_amount: '47.10',
@@ -565,6 +566,7 @@ t.test('the summary has counts and exact amounts per side and per pass, match ra
   t.same(s.right, {
     rows: 5,
     matched: 4,
+    ambiguous: 0,
     unmatched: 1,
     amount: '47.38',
     matched_amount: '47.14',

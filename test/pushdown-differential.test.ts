@@ -323,3 +323,62 @@ t.test('both engines agree on fixed seeds with ties, NULLs and amounts at the to
     )
   }
 })
+
+t.test('prefer resolves the same ties in both engines, and both report the assignment', async (t) => {
+  const db = await testDatabase(t)
+  const { app } = await testApp(t)
+  await db.query(
+    'CREATE TABLE bank_p (txn_id text PRIMARY KEY, ref text, account text, amount numeric(12,2), day date)',
+  )
+  await db.query(
+    'CREATE TABLE invoices_p (invoice_id text PRIMARY KEY, ref text, customer text, total numeric(12,2), day date)',
+  )
+  for (const [alias, table] of [
+    ['bank_e', 'bank_p'],
+    ['invoices_e', 'invoices_p'],
+  ]) {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/sources',
+      payload: { alias, type: 'postgres', connection_string: db.url, schema: db.schema, table },
+    })
+    t.equal(res.statusCode, 201, res.body)
+  }
+  const date = (d: number | string | null) => `2024-05-${String(Number(d) + 1).padStart(2, '0')}`
+  const { left, right } = edgeTables(7)
+  for (const r of left) await db.query('INSERT INTO bank_p VALUES ($1, $2, $3, $4, $5)', [...r.slice(0, 4), date(r[4])])
+  for (const r of right)
+    await db.query('INSERT INTO invoices_p VALUES ($1, $2, $3, $4, $5)', [...r.slice(0, 4), date(r[4])])
+  const recipe = {
+    ...edgeRecipe,
+    passes: edgeRecipe.passes.map((p) => ({ ...p, prefer: p.name === 'permille' ? 'earliest' : 'first_key' })),
+  }
+  const results = []
+  for (const engine of ['memory', 'postgres']) {
+    const started = await app.inject({ method: 'POST', url: '/api/runs', payload: { recipe, engine } })
+    t.equal(started.statusCode, 202, started.body)
+    const run = await waitForRun(app, started.json().id)
+    t.equal(run.status, 'completed', `${engine}: ${JSON.stringify(run.error)}`)
+    const unmatched = (side: string) =>
+      app
+        .inject({ method: 'GET', url: `/api/runs/${run.id}/unmatched/${side}?limit=1000` })
+        .then((r) =>
+          r.json().items.map((u: { record_key: string; tied_with: string | null }) => [u.record_key, u.tied_with]),
+        )
+    results.push({ run, ...(await everything(app, run.id)), tied: [await unmatched('left'), await unmatched('right')] })
+  }
+  const [memory, postgres] = results
+  t.same(postgres.matches, memory.matches, 'the same matches, pass by pass')
+  t.same(postgres.tied, memory.tied, 'the same records passed over, tied with the same records')
+  t.same(
+    postgres.run.summary.passes.map((p: { assignment: unknown }) => p.assignment),
+    memory.run.summary.passes.map((p: { assignment: unknown }) => p.assignment),
+    'the same assignment reports',
+  )
+  t.equal(memory.run.summary.ambiguous, 0, 'every tie resolved')
+  t.ok(memory.run.summary.passes.some((p: { assignment: { ties_resolved: number } }) => p.assignment.ties_resolved > 0))
+  t.ok(
+    memory.tied.flat().some(([, tied]: [string, string | null]) => tied !== null),
+    'some record was passed over',
+  )
+})

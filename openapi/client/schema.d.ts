@@ -987,7 +987,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A page of matches */
+        /** A page of matches: clean and ambiguous in match order, or one of them with `ambiguous` */
         get: {
             parameters: {
                 query: {
@@ -1205,12 +1205,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Download a result set, streamed: CSV, or the Arrow IPC file */
+        /** Download a result set, streamed: CSV, or the Arrow IPC file. matches: the clean matches; ambiguous: the matches held for review */
         get: {
             parameters: {
                 query: {
                     format: "csv" | "arrow";
-                    set: "matches" | "unmatched-left" | "unmatched-right";
+                    set: "matches" | "ambiguous" | "unmatched-left" | "unmatched-right";
                 };
                 header?: never;
                 path: {
@@ -2611,6 +2611,8 @@ export interface components {
             /** @description passes that must run first (default: the pass written before) */
             after?: string[];
             aggregate?: components["schemas"]["RecipeAggregate"];
+            /** @description a 1:1 pass: resolve ties by preferring the earliest records (the dates the pass compares), the first record keys, or the closest amounts, instead of holding them as ambiguous; a record left over is unmatched, tied with the one preferred */
+            prefer?: "earliest" | "first_key" | "closest_amount";
         };
         RecipeSide: {
             /** @description a registered source alias */
@@ -2786,6 +2788,12 @@ export interface components {
                         }[];
                     } | null;
                 };
+                /** @description 1:1 passes: how ties are resolved (null: held as ambiguous) */
+                prefer: {
+                    value: string;
+                    /** @description what the preference compares, in order */
+                    by: string;
+                } | null;
             }[];
             /** @description the plan as readable text */
             text: string;
@@ -2824,7 +2832,10 @@ export interface components {
             status: "completed" | "failed";
             left: {
                 rows: number;
+                /** @description records in a match, those held in ambiguous matches included */
                 matched: number;
+                /** @description of the matched records, those held in ambiguous matches for review */
+                ambiguous: number;
                 unmatched: number;
                 amount: string | null;
                 matched_amount: string | null;
@@ -2832,7 +2843,10 @@ export interface components {
             };
             right: {
                 rows: number;
+                /** @description records in a match, those held in ambiguous matches included */
                 matched: number;
+                /** @description of the matched records, those held in ambiguous matches for review */
+                ambiguous: number;
                 unmatched: number;
                 amount: string | null;
                 matched_amount: string | null;
@@ -2883,6 +2897,20 @@ export interface components {
                         matches: number;
                     };
                     model: components["schemas"]["RecipeModel"];
+                };
+                assignment?: {
+                    /** @description pairs taken at once: neither record had another candidate */
+                    uncontested: number;
+                    /** @description connected components of the other candidate pairs */
+                    components: number;
+                    /** @description components assigned exactly: the most matches, then the best total score */
+                    exact: number;
+                    /** @description components past the exact bound, assigned best-first */
+                    greedy_fallback: number;
+                    /** @description candidate pairs in the largest component */
+                    largest_component: number;
+                    /** @description ties resolved by the pass's prefer instead of held as ambiguous */
+                    ties_resolved: number;
                 };
                 ms: number;
             }[];
@@ -2977,6 +3005,7 @@ export interface components {
                     conjunct: string;
                 } | null;
                 reason: string;
+                tied_with: string | null;
                 /** @description the record's columns */
                 record: {
                     [key: string]: string | number | boolean | null;

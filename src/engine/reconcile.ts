@@ -13,6 +13,7 @@ import {
   type UnmatchedSet,
 } from './explain/evidence.js'
 import type { SearchBounds } from './match/aggregate.js'
+import type { AssignmentReport } from './match/assign.js'
 import { explainUnmatched } from './explain/nearmiss.js'
 import { type ComparedColumns, type PassEvidence, type PreparedPass, preparePass, runPass } from './match/pass.js'
 import { type ProbabilisticPass, type ProbabilisticReport, runProbabilisticPass } from './match/probabilistic/pass.js'
@@ -40,12 +41,17 @@ export interface PassReport {
   search?: SearchBounds
   /** Probabilistic passes: candidates per blocking rule, the training, and the model used. */
   probabilistic?: ProbabilisticReport
+  /** 1:1 passes: pairs taken at once, and the contested components solved exactly or best-first. */
+  assignment?: AssignmentReport
   ms: number
 }
 
 export interface SideSummary {
   rows: number
+  /** Records in a match, ambiguous ones included. */
   matched: number
+  /** Of those, the records held in ambiguous matches for review. */
+  ambiguous: number
   unmatched: number
   /** Sum of the side's amount column (the first amount a pass compares), exact; null without one. */
   amount: string | null
@@ -149,9 +155,11 @@ export class PassScheduler {
     return true
   }
 
-  /** Records what a pass's group search ran into. */
-  searched(step: PassStep, bounds: SearchBounds | undefined): void {
-    if (bounds) this.reports.get(step.pass.name)!.search = bounds
+  /** Records what a pass's group search or 1:1 assignment ran into. */
+  searched(step: PassStep, done: Pick<PassEvidence, 'search' | 'assignment'>): void {
+    const report = this.reports.get(step.pass.name)!
+    if (done.search) report.search = done.search
+    if (done.assignment) report.assignment = done.assignment
   }
 
   /** Records what a probabilistic pass found and learned. */
@@ -220,6 +228,7 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
         )
         probabilistic[step.index] = done
         scheduler.weighed(step, done.report)
+        scheduler.searched(step, done.evidence)
         evidence.push(done.evidence)
         scheduler.end(step, opts.onProgress)
         continue
@@ -227,7 +236,7 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
       const p = preparePass(step.index, step.pass, tables, compared, undefined, parallel, lookups)
       prepared.push(p)
       const done = runPass(p, leftFree, rightFree, matches)
-      scheduler.searched(step, done.search)
+      scheduler.searched(step, done)
       evidence.push(done)
     } catch (err) {
       scheduler.fail(step, err)
@@ -293,12 +302,15 @@ export function assembleResult(run: {
     ),
   )
   let ambiguous = 0
+  const held = { left: 0, right: 0 }
   for (let k = 0; k < matchSet.count; k++) {
     const report = passes[matchSet.pass[k]]
     report.matches++
     if (matchSet.ambiguous[k]) {
       report.ambiguous++
       ambiguous++
+      held.left += matchSet.leftStart[k + 1] - matchSet.leftStart[k]
+      held.right += matchSet.rightStart[k + 1] - matchSet.rightStart[k]
     }
   }
   const leftTotals = sideTotals(left, amountColumn(left, compared.amount?.l), matchSet, 'left', passes.length)
@@ -309,16 +321,17 @@ export function assembleResult(run: {
     report.left_amount = leftTotals.byPass[n].amount
     report.right_amount = rightTotals.byPass[n].amount
   })
-  const side = (t: SideTotals): SideSummary => ({
+  const side = (t: SideTotals, ambiguousRecords: number): SideSummary => ({
     rows: t.rows,
     matched: failed ? 0 : t.matched,
+    ambiguous: ambiguousRecords,
     unmatched: failed ? 0 : t.rows - t.matched,
     amount: t.amount,
     matched_amount: failed ? null : t.matchedAmount,
     unmatched_amount: failed ? null : t.unmatchedAmount,
   })
-  const leftSummary = side(leftTotals)
-  const rightSummary = side(rightTotals)
+  const leftSummary = side(leftTotals, held.left)
+  const rightSummary = side(rightTotals, held.right)
   const summary: RunSummary = {
     recipe: recipe.name,
     recipe_version: run.version ?? null,
@@ -382,6 +395,7 @@ function passInfoOf(
     join: plan ? plan.keys.map((k) => k.text).join(' AND ') || plan.band?.texts.join(' AND ') || '' : when,
     amountScale: p ? p.amountScale : 0,
     ...(search ? { search } : {}),
+    ...(pass.prefer ? { prefer: pass.prefer } : {}),
   }
 }
 
@@ -441,5 +455,6 @@ export function comparedColumns(recipe: Recipe, tables: { l: Table; r: Table }):
       // a pass that does not parse reports itself when it runs
     }
   }
+  out.keys = { l: recipe.left.key, r: recipe.right.key }
   return out
 }

@@ -14,6 +14,7 @@ import {
   conditionOf,
   isProbabilistic,
   type Pattern,
+  type Preference,
   type Recipe,
   type RecipeAggregate,
   type RecipeModel,
@@ -54,6 +55,8 @@ export interface PassExplain {
   scoring: { amount: string | null; date: string | null; similarity: string | null }
   /** The recipe's lookup tables this pass reads, each indexed once per run. */
   lookups: { name: string; source: string; key: string[]; as_of: string | null }[]
+  /** 1:1 passes: how ties are resolved, and what that reads (null: ties are held as ambiguous). */
+  prefer: { value: Preference; by: string } | null
   probabilistic?: ProbabilisticExplain
 }
 
@@ -104,6 +107,7 @@ export function explainRecipe(
       band: bandOf(plan),
       residuals: plan.residuals.map((c) => c.text),
       aggregate: pass.aggregate ? aggregateOf(pass.aggregate) : null,
+      prefer: pass.prefer ? { value: pass.prefer, by: preferBy(pass.prefer, scored, recipe) } : null,
       scoring: {
         amount: scored.amount ? `l.${scored.amount.l} - r.${scored.amount.r}` : null,
         date: scored.date ? `r.${scored.date.r} - l.${scored.date.l} (days)` : null,
@@ -146,6 +150,7 @@ function probabilisticExplain(
     band: null,
     residuals: conjuncts,
     aggregate: null,
+    prefer: null,
     scoring: { amount: null, date: null, similarity: null },
     lookups: passLookups(
       recipe,
@@ -206,6 +211,15 @@ function aggregateOf(agg: RecipeAggregate): NonNullable<PassExplain['aggregate']
   }
 }
 
+/** What a preference reads, in the order it compares. */
+function preferBy(prefer: Preference, scored: ReturnType<typeof scoredPairs>, recipe: Recipe): string {
+  const keys = `the left key (${recipe.left.key.map((k) => `l.${k}`).join(', ')}), then the right key (${recipe.right.key.map((k) => `r.${k}`).join(', ')})`
+  if (prefer === 'first_key') return keys
+  if (prefer === 'earliest')
+    return `the earliest l.${scored.date?.l ?? '?'}, then the earliest r.${scored.date?.r ?? '?'}, then ${keys}`
+  return `the smallest |l.${scored.amount?.l ?? '?'} - r.${scored.amount?.r ?? '?'}|, then ${keys}`
+}
+
 function bandOf(plan: PassPlan): PassExplain['band'] {
   if (plan.keys.length || !plan.band) return null
   const b = plan.band
@@ -244,6 +258,12 @@ function passText(p: PassExplain): string {
     )
   const scoring = [p.scoring.amount, p.scoring.date, p.scoring.similarity].filter(Boolean)
   if (scoring.length) lines.push(`  score from: ${scoring.join('; ')}`)
+  if (p.pattern === '1:1')
+    lines.push(
+      p.prefer
+        ? `  assign: the most matches, then the best total score; ties go by prefer ${p.prefer.value}: ${p.prefer.by}`
+        : '  assign: the most matches, then the best total score; ties are held as ambiguous',
+    )
   return lines.join('\n')
 }
 

@@ -4,6 +4,9 @@ import { type Static, Type } from 'typebox'
 
 export const PATTERNS = ['1:1', '1:N', 'N:1', 'N:M'] as const
 export type Pattern = (typeof PATTERNS)[number]
+/** How a 1:1 pass resolves ties instead of holding them as ambiguous (src/engine/match/prefer.ts). */
+export const PREFERENCES = ['earliest', 'first_key', 'closest_amount'] as const
+export type Preference = (typeof PREFERENCES)[number]
 
 const ToleranceAmount = Type.Union([Type.Number({ minimum: 0 }), Type.String({ pattern: '^\\d+(\\.\\d+)?$' })])
 
@@ -174,6 +177,15 @@ export const PassSchema = Type.Object(
       Type.Array(Type.String(), { description: 'passes that must run first (default: the pass written before)' }),
     ),
     aggregate: Type.Optional(Type.Ref('RecipeAggregate')),
+    prefer: Type.Optional(
+      Type.Union(
+        PREFERENCES.map((p) => Type.Literal(p)),
+        {
+          description:
+            'a 1:1 pass: resolve ties by preferring the earliest records (the dates the pass compares), the first record keys, or the closest amounts, instead of holding them as ambiguous; a record left over is unmatched, tied with the one preferred',
+        },
+      ),
+    ),
   },
   { $id: 'RecipePass', additionalProperties: false },
 )
@@ -298,6 +310,7 @@ export interface RecipePass {
   when?: string
   after?: string[]
   aggregate?: RecipeAggregate
+  prefer?: Preference
   block?: string[]
   compare?: RecipeComparison[]
   threshold?: number
@@ -499,6 +512,16 @@ export const ExplainReplySchema = Type.Object(
               Type.Null(),
             ]),
           }),
+        ),
+        prefer: Type.Union(
+          [
+            Type.Object({
+              value: Type.String(),
+              by: Type.String({ description: 'what the preference compares, in order' }),
+            }),
+            Type.Null(),
+          ],
+          { description: '1:1 passes: how ties are resolved (null: held as ambiguous)' },
         ),
       }),
     ),

@@ -5,14 +5,17 @@
 import { Value } from 'typebox/value'
 import { resolveConditions } from '../engine/load/filter.js'
 import { orderPasses, PassGraphError } from '../engine/plan/passes.js'
-import { planPass } from '../engine/plan/plan.js'
+import { type PassPlan, planPass } from '../engine/plan/plan.js'
+import { type ComparedColumns, scoredPairs } from '../engine/match/pass.js'
+import { preferenceProblem } from '../engine/match/prefer.js'
+import { comparedColumns } from '../engine/reconcile.js'
 import { ConcordError } from '../errors.js'
 import { lookupIssues } from './lookups.js'
 import { paramIssues } from './params.js'
 import type { AggregateField } from '../language/aggregate.js'
 import { aggregateIssues } from '../language/aggregate-check.js'
 import { type Position, PredicateError, parsePredicate } from '../language/predicate.js'
-import { isProbabilistic, type Recipe, type RecipePass, recipeSchemas } from './schema.js'
+import { isProbabilistic, PREFERENCES, type Recipe, type RecipePass, recipeSchemas } from './schema.js'
 import { blockingJoin } from '../engine/match/probabilistic/blocking.js'
 import { comparisonIssues, comparisonLabels } from '../engine/match/probabilistic/comparisons.js'
 import { type Schemas, TypeChecker } from '../language/types.js'
@@ -39,11 +42,33 @@ const context = Object.fromEntries(recipeSchemas.map((s) => [(s as unknown as { 
 export function structuralIssues(recipe: unknown, extraContext: Record<string, unknown> = {}): ValidationIssue[] {
   const ctx = { ...extraContext, ...context } as never
   if (Value.Check(ctx, context.Recipe as never, recipe)) return []
-  return [...Value.Errors(ctx, context.Recipe as never, recipe)].slice(0, 10).map((e) => ({
-    pass: null,
-    code: 'invalid_recipe',
-    message: `${e.instancePath || 'recipe'} ${e.message}`,
-  }))
+  // an unknown `prefer` is named with the values it may take (the schema's own words for a
+  // union of literals say only "must be equal to constant")
+  const prefer = preferIssues(recipe)
+  return [
+    ...prefer,
+    ...[...Value.Errors(ctx, context.Recipe as never, recipe)]
+      .filter((e) => !(prefer.length && /^\/passes\/\d+\/prefer$/.test(e.instancePath)))
+      .slice(0, 10)
+      .map((e) => ({ pass: null, code: 'invalid_recipe', message: `${e.instancePath || 'recipe'} ${e.message}` })),
+  ]
+}
+
+function preferIssues(recipe: unknown): ValidationIssue[] {
+  const passes = (recipe as { passes?: unknown } | null)?.passes
+  if (!Array.isArray(passes)) return []
+  return passes.flatMap((p: { name?: unknown; prefer?: unknown } | null) =>
+    p?.prefer === undefined || (PREFERENCES as readonly unknown[]).includes(p.prefer)
+      ? []
+      : [
+          {
+            pass: typeof p.name === 'string' ? p.name : null,
+            code: 'invalid_prefer',
+            message: `prefer ${JSON.stringify(p.prefer)} is not one of ${PREFERENCES.join(', ')}`,
+            suggestion: `"prefer": "${PREFERENCES[0]}" (the earliest records), "first_key" or "closest_amount"`,
+          },
+        ],
+  )
 }
 
 export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationReport {
@@ -87,9 +112,13 @@ export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationRepo
     else throw err
   }
 
+  const compared = comparedColumns(recipe, {
+    l: { columns: schemas.l, data: [], length: 0 },
+    r: { columns: schemas.r, data: [], length: 0 },
+  })
   for (const pass of recipe.passes) {
     if (isProbabilistic(pass)) {
-      probabilisticIssues(pass, schemas).forEach(add)
+      probabilisticIssues(pass, schemas, compared).forEach(add)
       continue
     }
     // the aggregate is checked whatever state `when` is in: every issue, not the first
@@ -130,6 +159,7 @@ export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationRepo
           "add an equality such as l.reference = r.ref, or a range such as r.date BETWEEN l.date - INTERVAL '3 days' AND l.date",
       })
     }
+    preferIssue(pass, plan, compared).forEach(add)
     if (pass.pattern === 'N:M' && plan.keys.length === 0) {
       add({
         pass: pass.name,
@@ -190,7 +220,7 @@ function conditionIssues(
 }
 
 /** A probabilistic pass: its blocking rules, comparisons, threshold and model. */
-function probabilisticIssues(pass: RecipePass, schemas: Schemas): ValidationIssue[] {
+function probabilisticIssues(pass: RecipePass, schemas: Schemas, compared: ComparedColumns): ValidationIssue[] {
   const out: ValidationIssue[] = []
   const add = (i: ValidationIssue) => out.push(i)
   if (pass.pattern !== '1:1')
@@ -222,6 +252,8 @@ function probabilisticIssues(pass: RecipePass, schemas: Schemas): ValidationIssu
       })
   }
   if (pass.when !== undefined) conditionIssues(pass.name, pass.when, schemas, add)
+  const problem = pass.prefer ? preferenceProblem(pass.prefer, compared) : null
+  if (problem) add({ pass: pass.name, code: 'invalid_prefer', message: problem })
   const names = new Set<string>()
   for (const c of pass.compare ?? []) {
     if (names.has(c.name))
@@ -243,6 +275,31 @@ function probabilisticIssues(pass: RecipePass, schemas: Schemas): ValidationIssu
     }
   }
   return out
+}
+
+/** `prefer` resolves 1:1 ties, by a date or an amount the pass compares (else the recipe's). */
+function preferIssue(pass: Recipe['passes'][number], plan: PassPlan, compared: ComparedColumns): ValidationIssue[] {
+  if (!pass.prefer) return []
+  if (pass.pattern !== '1:1')
+    return [
+      {
+        pass: pass.name,
+        code: 'unexpected_prefer',
+        message: `prefer resolves ties between 1:1 candidates; pass "${pass.name}" is ${pass.pattern}`,
+        suggestion: 'remove prefer, or make the pass 1:1',
+      },
+    ]
+  const problem = preferenceProblem(pass.prefer, scoredPairs(plan, compared))
+  return problem
+    ? [
+        {
+          pass: pass.name,
+          code: 'invalid_prefer',
+          message: problem,
+          suggestion: '"prefer": "first_key" needs no compared column',
+        },
+      ]
+    : []
 }
 
 function passAggregateIssues(pass: Recipe['passes'][number], schemas: Schemas): ValidationIssue[] {

@@ -61,7 +61,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags: ['runs'],
-        summary: 'A page of matches',
+        summary: 'A page of matches: clean and ambiguous in match order, or one of them with `ambiguous`',
         params: IdParams,
         querystring: Type.Object({
           ...Paging,
@@ -111,7 +111,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags: ['runs'],
-        summary: 'Download a result set, streamed: CSV, or the Arrow IPC file',
+        summary:
+          'Download a result set, streamed: CSV, or the Arrow IPC file. matches: the clean matches; ambiguous: the matches held for review',
         params: IdParams,
         querystring: Type.Object({
           format: Type.Union([Type.Literal('csv'), Type.Literal('arrow')], { default: 'csv' }),

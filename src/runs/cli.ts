@@ -36,7 +36,8 @@ export const RECONCILE_USAGE = `usage: concord reconcile --left FILE_OR_ALIAS --
   --lookup         the file or alias for one of the recipe's lookups (repeatable); a lookup not
                    given reads the registered source its declaration names
   --param          a value for one of the recipe's parameters (repeatable)
-  --out DIR        write matches, unmatched-left and unmatched-right files into DIR
+  --out DIR        write matches, ambiguous (held for review), unmatched-left and unmatched-right
+                   files into DIR
   --format         csv (default) or arrow, for --out
   --json           print the summary as JSON instead of a table`
 
@@ -258,7 +259,15 @@ export function summaryTable(s: RunSummary): string {
     for (const row of table) lines.push(pad(row, widths))
     lines.push('')
   }
-  for (const p of s.passes) if (p.error) lines.push(`pass ${p.name}: ${p.error}`)
+  for (const k of ['left', 'right'] as const)
+    if (s[k].ambiguous) lines.push(`${k}: ${s[k].ambiguous} of the matched records are held in ambiguous matches`)
+  for (const p of s.passes) {
+    if (p.error) lines.push(`pass ${p.name}: ${p.error}`)
+    if (p.assignment?.greedy_fallback)
+      lines.push(
+        `pass ${p.name}: ${p.assignment.greedy_fallback} of ${p.assignment.components} contested components were too large to assign exactly (largest ${p.assignment.largest_component} pairs) and were assigned best-first`,
+      )
+  }
   return lines.join('\n').trimEnd()
 }
 
@@ -413,7 +422,7 @@ async function checkRecipe(
   }
 }
 
-/** The three result sets into `out` (created if needed; other files in it are left alone). */
+/** The four result sets into `out` (created if needed; other files in it are left alone). */
 async function writeOut(work: string, out: string, format: 'csv' | 'arrow'): Promise<void> {
   await mkdir(out, { recursive: true })
   for (const set of RESULT_SETS) {

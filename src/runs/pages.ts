@@ -1,12 +1,15 @@
 // Reading a run's result files: pages of JSON records and streamed exports (CSV or the Arrow file
 // as written). Opened files stay in a small cache, so paging through a million matches reads the
-// file once.
+// file once. Clean matches and ambiguous groups are two files numbered as one sequence: a page of
+// matches shows both in match order unless `ambiguous` picks one (a run stored before the split
+// has one matches file holding both, told apart by its `ambiguous` column).
 
-import { createReadStream } from 'node:fs'
+import { createReadStream, existsSync } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { Readable } from 'node:stream'
 import { type Table as ArrowTable, DataType, type Field, tableFromIPC, type Vector } from 'apache-arrow'
 import { describeUnmatched, type MatchWeights, matchWeights, type PassInfo } from '../engine/explain/evidence.js'
+import { ConcordError } from '../errors.js'
 import { formatDate, formatDecimal, formatTimestamp } from '../engine/data/values.js'
 import { type ResultSet, resultFile } from './results.js'
 
@@ -49,6 +52,11 @@ async function open(dir: string, set: ResultSet): Promise<ArrowTable> {
   cache.unshift({ key, table })
   cache.length = Math.min(cache.length, CACHE_SIZE)
   return table
+}
+
+/** The ambiguous matches' file, or null for a run stored before they had their own. */
+async function openAmbiguous(dir: string): Promise<ArrowTable | null> {
+  return existsSync(resultFile(dir, 'ambiguous')) ? open(dir, 'ambiguous') : null
 }
 
 /** Forgets a run's files (its folder was deleted). */
@@ -110,41 +118,86 @@ function selection(
   return rows
 }
 
+/** The matches a page lists: rows of the match files, in match order (match_no). */
+interface MatchRows {
+  total: number
+  at(n: number): { table: ArrowTable; row: number }
+}
+
+async function matchRows(dir: string, filter: MatchFilter): Promise<MatchRows> {
+  const clean = await open(dir, 'matches')
+  const held = await openAmbiguous(dir)
+  const tables =
+    filter.ambiguous === true && held ? [held] : filter.ambiguous === false || !held ? [clean] : [clean, held]
+  const selections = tables.map((t) => selection(t, filter))
+  if (tables.length === 1) {
+    const [table] = tables
+    const rows = selections[0]
+    return { total: rows ? rows.length : table.numRows, at: (n) => ({ table, row: rows ? rows[n] : n }) }
+  }
+  const heldNumbers = Int32Array.from(held!.getChild('match_no')!.toArray() as Int32Array)
+  if (!selections[0] && !selections[1]) {
+    // every match of the run, numbered 1..total: place n holds match n + 1, in whichever file has it
+    return {
+      total: clean.numRows + held!.numRows,
+      at: (n) => {
+        const before = lowerBound(heldNumbers, n + 1)
+        return heldNumbers[before] === n + 1 ? { table: held!, row: before } : { table: clean, row: n - before }
+      },
+    }
+  }
+  const cleanRows = selections[0] ?? Array.from({ length: clean.numRows }, (_, i) => i)
+  const heldRows = selections[1] ?? Array.from({ length: held!.numRows }, (_, i) => i)
+  const cleanNumbers = clean.getChild('match_no')!
+  const merged: { table: ArrowTable; row: number }[] = []
+  let h = 0
+  for (const row of cleanRows) {
+    const no = cleanNumbers.get(row) as number
+    while (h < heldRows.length && heldNumbers[heldRows[h]] < no) merged.push({ table: held!, row: heldRows[h++] })
+    merged.push({ table: clean, row })
+  }
+  while (h < heldRows.length) merged.push({ table: held!, row: heldRows[h++] })
+  return { total: merged.length, at: (n) => merged[n] }
+}
+
+/** The first index whose value is >= x in an ascending array. */
+function lowerBound(a: Int32Array, x: number): number {
+  let lo = 0
+  let hi = a.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (a[mid] < x) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
 export async function matchesPage(dir: string, offset: number, limit: number, filter: MatchFilter = {}) {
-  const table = await open(dir, 'matches')
-  const rows = selection(table, filter)
-  const total = rows ? rows.length : table.numRows
-  const col = (name: string) => table.getChild(name)!
-  const [no, pass, pattern, lk, rk, score, amount, days, ambiguous] = [
-    'match_no',
-    'pass',
-    'pattern',
-    'left_keys',
-    'right_keys',
-    'score',
-    'amount_delta',
-    'days_delta',
-    'ambiguous',
-  ].map(col)
-  const amountField = table.schema.fields.find((f) => f.name === 'amount_delta')!
-  const weights = waterfallReader(table)
+  const rows = await matchRows(dir, filter)
   const items = []
-  for (let n = offset; n < Math.min(total, offset + limit); n++) {
-    const i = rows ? rows[n] : n
+  // each file (matches, ambiguous) has its own columns and passes' metadata
+  const readers = new Map<ArrowTable, (i: number) => MatchWeights | undefined>()
+  for (let n = offset; n < Math.min(rows.total, offset + limit); n++) {
+    const { table, row: i } = rows.at(n)
+    const col = (name: string) => table.getChild(name)!
+    const amountField = table.schema.fields.find((f) => f.name === 'amount_delta')!
+    const days = col('days_delta').get(i) as number | null
+    let weights = readers.get(table)
+    if (!weights) readers.set(table, (weights = waterfallReader(table)))
     const w = weights(i)
     items.push({
-      match_id: `m${String(no.get(i)).padStart(7, '0')}`,
-      pass: String(pass.get(i)),
-      pattern: String(pattern.get(i)),
-      left_keys: [...(lk.get(i) as Iterable<string>)],
-      right_keys: [...(rk.get(i) as Iterable<string>)],
-      score: Number(score.get(i)),
-      deltas: { amount: jsonOf(amountField, amount, i) as string | null, days: days.get(i) ?? null },
-      ambiguous: Boolean(ambiguous.get(i)),
+      match_id: `m${String(col('match_no').get(i)).padStart(7, '0')}`,
+      pass: String(col('pass').get(i)),
+      pattern: String(col('pattern').get(i)),
+      left_keys: [...(col('left_keys').get(i) as Iterable<string>)],
+      right_keys: [...(col('right_keys').get(i) as Iterable<string>)],
+      score: Number(col('score').get(i)),
+      deltas: { amount: jsonOf(amountField, col('amount_delta'), i) as string | null, days: days ?? null },
+      ambiguous: Boolean(col('ambiguous').get(i)),
       ...(w ? { weights: w } : {}),
     })
   }
-  return { total, offset, limit, items }
+  return { total: rows.total, offset, limit, items }
 }
 
 /** Reads a probabilistic match's waterfall (undefined for other matches, or files without one). */
@@ -183,6 +236,8 @@ function missReader(table: ArrowTable, side: 'left' | 'right') {
     'failed_conjunct',
     'candidate_taken',
   ].map((name) => table.getChild(name)!)
+  // absent from runs stored before `prefer`
+  const tied = table.getChild('tied_with')
   return (i: number) => {
     const passName = pass.get(i) as string | null
     const miss = {
@@ -190,8 +245,13 @@ function missReader(table: ArrowTable, side: 'left' | 'right') {
       conjunct: (conjunct.get(i) as string | null) ?? null,
       candidate: (candidate.get(i) as string | null) ?? null,
       taken: Boolean(taken.get(i)),
+      tiedWith: (tied?.get(i) as string | null | undefined) ?? null,
     }
-    return { closest_candidate: miss.candidate, ...describeUnmatched(miss, side, passes) }
+    return {
+      closest_candidate: miss.candidate,
+      ...describeUnmatched(miss, side, passes),
+      tied_with: miss.tiedWith,
+    }
   }
 }
 
@@ -219,9 +279,22 @@ export async function unmatchedPage(
   return { total, offset, limit, items }
 }
 
+/** A result set's file; a run stored before ambiguous matches had their own file has none for them. */
+function exportedFile(dir: string, set: ResultSet): string {
+  const path = resultFile(dir, set)
+  if (set === 'ambiguous' && !existsSync(path))
+    throw new ConcordError(
+      'result_set_missing',
+      'this run was stored before ambiguous matches had their own set: its matches export holds them (column ambiguous)',
+      404,
+      'retry the run to store them apart',
+    )
+  return path
+}
+
 /** The Arrow file as written. */
 export function arrowExport(dir: string, set: ResultSet): Readable {
-  return createReadStream(resultFile(dir, set))
+  return createReadStream(exportedFile(dir, set))
 }
 
 function csvField(v: JsonValue | JsonValue[]): string {
@@ -232,12 +305,15 @@ function csvField(v: JsonValue | JsonValue[]): string {
 
 /** CSV with a header row, produced a batch of rows at a time as the client reads. */
 export async function csvExport(dir: string, set: ResultSet): Promise<Readable> {
+  exportedFile(dir, set)
   const table = await open(dir, set)
-  const unmatchedSide = set === 'matches' ? null : set === 'unmatched-left' ? 'left' : 'right'
+  const unmatchedSide = set === 'unmatched-left' ? 'left' : set === 'unmatched-right' ? 'right' : null
   const miss = unmatchedSide ? missReader(table, unmatchedSide) : null
   // unmatched records: the nearest miss as the sentences a page shows, then the record's columns
   const hidden = new Set(
-    unmatchedSide ? ['closest_candidate', 'failed_pass', 'failed_conjunct', 'candidate_taken'] : ['levels', 'weights'],
+    unmatchedSide
+      ? ['closest_candidate', 'failed_pass', 'failed_conjunct', 'candidate_taken', 'tied_with']
+      : ['levels', 'weights'],
   )
   const fields = table.schema.fields.filter((f) => !hidden.has(f.name))
   const vectors = fields.map((f) => table.getChild(f.name)!)
@@ -245,7 +321,7 @@ export async function csvExport(dir: string, set: ResultSet): Promise<Readable> 
   // probabilistic matches: the waterfall as one readable cell instead of two lists
   const waterfall = table.getChild('weights') ? waterfallReader(table) : null
   if (waterfall) header.push('waterfall')
-  if (miss) header.splice(1, 0, 'closest_candidate', 'failed_pass', 'failed_conjunct', 'reason')
+  if (miss) header.splice(1, 0, 'closest_candidate', 'failed_pass', 'failed_conjunct', 'reason', 'tied_with')
   let row = 0
   let started = false
   const BATCH = 5000
@@ -271,7 +347,9 @@ export async function csvExport(dir: string, set: ResultSet): Promise<Readable> 
           cells.splice(
             1,
             0,
-            ...[m.closest_candidate, m.failed?.pass ?? null, m.failed?.conjunct ?? null, m.reason].map(csvField),
+            ...[m.closest_candidate, m.failed?.pass ?? null, m.failed?.conjunct ?? null, m.reason, m.tied_with].map(
+              csvField,
+            ),
           )
         }
         if (waterfall) cells.push(csvField(waterfallText(waterfall(row))))

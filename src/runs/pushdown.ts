@@ -22,7 +22,8 @@ import {
 import { emptyUnmatched, MatchBuilder, type UnmatchedSet } from '../engine/explain/evidence.js'
 import { resolveConditions } from '../engine/load/filter.js'
 import { PairList } from '../engine/match/join.js'
-import { type PreparedPass, assignmentColumns, preparePass, runPass } from '../engine/match/pass.js'
+import { notePassedOver } from '../engine/explain/nearmiss.js'
+import { type PassEvidence, type PreparedPass, assignmentColumns, preparePass, runPass } from '../engine/match/pass.js'
 import { planPass } from '../engine/plan/plan.js'
 import {
   assembleResult,
@@ -166,6 +167,7 @@ async function run(
   const rightFree = new Uint8Array(count.r).fill(1)
   const matches = new MatchBuilder()
   const prepared: PreparedPass[] = []
+  const evidence: PassEvidence[] = []
   for (const step of scheduler.steps) {
     if (!scheduler.begin(step)) continue
     try {
@@ -180,7 +182,8 @@ async function run(
       )
       const before = { l: leftFree.slice(), r: rightFree.slice() }
       const done = runPass(p, leftFree, rightFree, matches, pairs)
-      scheduler.searched(step, done.search)
+      scheduler.searched(step, done)
+      evidence.push(done)
       await markTaken(client, 'l', before.l, leftFree)
       await markTaken(client, 'r', before.r, rightFree)
     } catch (err) {
@@ -196,6 +199,8 @@ async function run(
   const unmatchedRight = failed
     ? emptyUnmatched()
     : await nearMisses(client, 'r', prepared, schemas, rightFree, leftFree)
+  notePassedOver(unmatchedLeft, 'l', evidence, rightFree)
+  notePassedOver(unmatchedRight, 'r', evidence, leftFree)
   const records = {
     left: await fetchColumns(client, 'l', catalogs.l, true),
     right: await fetchColumns(client, 'r', catalogs.r, true),
@@ -296,6 +301,7 @@ async function nearMisses(
     pass: new Int32Array(n).fill(-1),
     conjunct: new Int32Array(n).fill(-1),
     candidateTaken: new Uint8Array(n),
+    tiedWith: new Int32Array(n).fill(-1),
   }
   if (n === 0) return set
   const slot = new Map<number, number>()

@@ -1,6 +1,8 @@
-// A run's results on disk: three Arrow IPC files in the run's folder — matches, unmatched-left and
-// unmatched-right — written once by the run's worker, then read many times (pages, exports)
-// without running the match again. The run's database row holds the summary; these hold the bulk.
+// A run's results on disk: four Arrow IPC files in the run's folder — matches (the clean ones),
+// ambiguous (the groups held for review), unmatched-left and unmatched-right — written once by the
+// run's worker, then read many times (pages, exports) without running the match again. The run's
+// database row holds the summary; these hold the bulk. Matches keep one numbering across the two
+// match files (match_no), so ids stay those of the run.
 
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -17,12 +19,12 @@ import {
 import { arrowColumns, arrowData, numberListVector, stringColumn, stringListVector } from '../engine/data/arrow.js'
 import type { StringColumn } from '../engine/data/column.js'
 import { takeColumn } from '../engine/data/column.js'
-import { type PassInfo, recordKeyReader } from '../engine/explain/evidence.js'
+import { type MatchSet, type PassInfo, recordKeyReader } from '../engine/explain/evidence.js'
 import type { RunResult } from '../engine/reconcile.js'
 import { takeRows, type Table } from '../engine/data/table.js'
 import { formatDecimal, POW10 } from '../engine/data/values.js'
 
-export const RESULT_SETS = ['matches', 'unmatched-left', 'unmatched-right'] as const
+export const RESULT_SETS = ['matches', 'ambiguous', 'unmatched-left', 'unmatched-right'] as const
 export type ResultSet = (typeof RESULT_SETS)[number]
 
 export const resultFile = (dir: string, set: ResultSet) => join(dir, `${set}.arrow`)
@@ -132,6 +134,22 @@ function waterfallVectors(m: RunResult['matches'], passes: PassInfo[]): Record<s
   }
 }
 
+/** The keys of `rows`, NULL where a row is -1 (most unmatched records tied with nothing). */
+function keysOrNull(keys: StringColumn, rows: Int32Array): StringColumn {
+  const n = rows.length
+  const offsets = new Int32Array(n + 1)
+  const valid = new Uint8Array(n)
+  for (let k = 0; k < n; k++) {
+    const row = rows[k]
+    valid[k] = row >= 0 ? 1 : 0
+    offsets[k + 1] = offsets[k] + (row >= 0 ? keys.offsets[row + 1] - keys.offsets[row] : 0)
+  }
+  const data = new Uint8Array(offsets[n])
+  for (let k = 0; k < n; k++)
+    if (rows[k] >= 0) data.set(keys.data.subarray(keys.offsets[rows[k]], keys.offsets[rows[k] + 1]), offsets[k])
+  return { type: 'string', length: n, valid, offsets, data }
+}
+
 export interface ResultsInput {
   result: RunResult
   leftKey: string[]
@@ -143,19 +161,59 @@ export interface ResultsInput {
   records?: { left: Table; right: Table }
 }
 
-/** Writes the three result files of a completed run into `dir` (which exists). */
-export async function writeResults(dir: string, { result, leftKey, rightKey, records }: ResultsInput): Promise<void> {
-  const { left, right, matches: m, passes } = result
-  const leftKeys = keyColumn(left, leftKey)
-  const rightKeys = keyColumn(right, rightKey)
+/**
+ * The matches whose ambiguous flag is `flag`, with their numbers in the run (match_no). A run
+ * without ambiguous matches writes its match columns as they are.
+ */
+function matchesFlagged(m: MatchSet, flag: 0 | 1): { set: MatchSet; numbers: Int32Array } {
+  let flagged = 0
+  for (let k = 0; k < m.count; k++) if (m.ambiguous[k] === flag) flagged++
+  if (flagged === m.count) return { set: m, numbers: Int32Array.from({ length: m.count }, (_, k) => k + 1) }
+  const picked = new Int32Array(flagged)
+  for (let k = 0, x = 0; k < m.count; k++) if (m.ambiguous[k] === flag) picked[x++] = k
+  const n = picked.length
+  const leftStart = new Int32Array(n + 1)
+  const rightStart = new Int32Array(n + 1)
+  for (let x = 0; x < n; x++) {
+    const k = picked[x]
+    leftStart[x + 1] = leftStart[x] + m.leftStart[k + 1] - m.leftStart[k]
+    rightStart[x + 1] = rightStart[x] + m.rightStart[k + 1] - m.rightStart[k]
+  }
+  const leftRows = new Int32Array(leftStart[n])
+  const rightRows = new Int32Array(rightStart[n])
+  for (let x = 0; x < n; x++) {
+    const k = picked[x]
+    leftRows.set(m.leftRows.subarray(m.leftStart[k], m.leftStart[k + 1]), leftStart[x])
+    rightRows.set(m.rightRows.subarray(m.rightStart[k], m.rightStart[k + 1]), rightStart[x])
+  }
+  return {
+    set: {
+      count: n,
+      pass: Int32Array.from(picked, (k) => m.pass[k]),
+      score: Float64Array.from(picked, (k) => m.score[k]),
+      ambiguous: Uint8Array.from(picked, (k) => m.ambiguous[k]),
+      amountDelta: Float64Array.from(picked, (k) => m.amountDelta[k]),
+      daysDelta: Float64Array.from(picked, (k) => m.daysDelta[k]),
+      leftStart,
+      leftRows,
+      rightStart,
+      rightRows,
+      ...(m.waterfall ? { waterfall: { ...m.waterfall, entry: picked.map((k) => m.waterfall!.entry[k]) } } : {}),
+    },
+    numbers: picked.map((k) => k + 1),
+  }
+}
 
-  const amountDelta = amountVector(m.amountDelta, m.pass, passes)
-  const matchNo = new Int32Array(m.count)
-  for (let k = 0; k < m.count; k++) matchNo[k] = k + 1
+function matchesTable(
+  { set: m, numbers }: { set: MatchSet; numbers: Int32Array },
+  passes: PassInfo[],
+  leftKeys: StringColumn,
+  rightKeys: StringColumn,
+): ArrowTable {
   const patterns = [...new Set(passes.map((p) => p.pattern))]
   const patternIndex = Int32Array.from(m.pass, (p) => patterns.indexOf(passes[p].pattern))
-  const matches = new ArrowTable({
-    match_no: makeVector(makeData({ type: new Int32(), length: m.count, nullCount: 0, data: matchNo })),
+  return new ArrowTable({
+    match_no: makeVector(makeData({ type: new Int32(), length: m.count, nullCount: 0, data: numbers })),
     pass: dictionaryVector(
       passes.map((p) => p.name),
       m.pass,
@@ -164,13 +222,28 @@ export async function writeResults(dir: string, { result, leftKey, rightKey, rec
     left_keys: stringListVector(takeColumn(leftKeys, m.leftRows) as StringColumn, m.leftStart),
     right_keys: stringListVector(takeColumn(rightKeys, m.rightRows) as StringColumn, m.rightStart),
     score: makeVector(arrowData({ type: 'float', length: m.count, valid: null, values: m.score })),
-    amount_delta: amountDelta,
+    amount_delta: amountVector(m.amountDelta, m.pass, passes),
     days_delta: float64Vector(m.daysDelta),
     ambiguous: boolVector(m.ambiguous),
     ...waterfallVectors(m, passes),
   })
-  matches.schema.metadata.set('concord.passes', JSON.stringify(passes))
-  await writeFile(resultFile(dir, 'matches'), tableToIPC(matches, 'file'))
+}
+
+/** Writes the four result files of a completed run into `dir` (which exists). */
+export async function writeResults(dir: string, { result, leftKey, rightKey, records }: ResultsInput): Promise<void> {
+  const { left, right, matches: m, passes } = result
+  const leftKeys = keyColumn(left, leftKey)
+  const rightKeys = keyColumn(right, rightKey)
+
+  for (const [set, flag] of [
+    ['matches', 0],
+    ['ambiguous', 1],
+  ] as const) {
+    const table = matchesTable(matchesFlagged(m, flag), passes, leftKeys, rightKeys)
+    // pages read the passes (probabilistic ones: the waterfalls' comparisons) from the file
+    table.schema.metadata.set('concord.passes', JSON.stringify(passes))
+    await writeFile(resultFile(dir, set), tableToIPC(table, 'file'))
+  }
 
   // unmatched records: the nearest miss as structure (keys, pass, conjunct); the sentence that
   // explains it is made when read (pages.ts), not written a million times
@@ -195,6 +268,7 @@ export async function writeResults(dir: string, { result, leftKey, rightKey, rec
       conjunctIndex[k] = hasConjunct[k] ? conjunctBase[u.pass[k]] + u.conjunct[k] : 0
     }
     const closest = takeColumn(otherKeys, candidateRows) as StringColumn
+    const tiedWith = keysOrNull(ownKeys, u.tiedWith)
     const unmatched = new ArrowTable({
       record_key: makeVector(arrowData(takeColumn(ownKeys, u.rows))),
       closest_candidate: makeVector(arrowData({ ...closest, valid: hasCandidate })),
@@ -205,6 +279,7 @@ export async function writeResults(dir: string, { result, leftKey, rightKey, rec
       ),
       failed_conjunct: dictionaryVector(conjuncts, conjunctIndex, hasConjunct),
       candidate_taken: boolVector(Uint8Array.from(u.candidateTaken)),
+      tied_with: makeVector(arrowData(tiedWith)),
       ...arrowColumns(records ? records[side] : takeRows(own, u.rows), side === 'left' ? 'l.' : 'r.'),
     })
     unmatched.schema.metadata.set('concord.passes', JSON.stringify(passes))

@@ -49,7 +49,8 @@ const Progress = Type.Object({
 
 const Side = Type.Object({
   rows: Type.Integer(),
-  matched: Type.Integer(),
+  matched: Type.Integer({ description: 'records in a match, those held in ambiguous matches included' }),
+  ambiguous: Type.Integer({ description: 'of the matched records, those held in ambiguous matches for review' }),
   unmatched: Type.Integer(),
   amount: Amount,
   matched_amount: Amount,
@@ -99,6 +100,17 @@ const PassReport = Type.Object({
         matches: Type.Integer({ description: 'pairs taken as matches in the last expectation step' }),
       }),
       model: Type.Ref('RecipeModel'),
+    }),
+  ),
+  // 1:1 passes: what assignment did (src/engine/match/assign.ts)
+  assignment: Type.Optional(
+    Type.Object({
+      uncontested: Type.Integer({ description: 'pairs taken at once: neither record had another candidate' }),
+      components: Type.Integer({ description: 'connected components of the other candidate pairs' }),
+      exact: Type.Integer({ description: 'components assigned exactly: the most matches, then the best total score' }),
+      greedy_fallback: Type.Integer({ description: 'components past the exact bound, assigned best-first' }),
+      largest_component: Type.Integer({ description: 'candidate pairs in the largest component' }),
+      ties_resolved: Type.Integer({ description: "ties resolved by the pass's prefer instead of held as ambiguous" }),
     }),
   ),
   ms: Type.Number(),
@@ -202,6 +214,11 @@ export const UnmatchedPageSchema = Type.Object(
         closest_candidate: Nullable(Type.String()),
         failed: Nullable(Type.Object({ pass: Type.String(), conjunct: Type.String() })),
         reason: Type.String(),
+        tied_with: Nullable(
+          Type.String({
+            description: "the record (this side) the pass's prefer chose over this one for closest_candidate",
+          }),
+        ),
         record: Type.Record(Type.String(), CellValue, { description: "the record's columns" }),
       }),
     ),

@@ -2,7 +2,7 @@
 // million objects. Records are row numbers into the run's input tables; JSON records in the
 // shape of DESIGN §2 are made on demand, one page at a time.
 
-import type { Pattern } from '../../recipes/schema.js'
+import type { Pattern, Preference } from '../../recipes/schema.js'
 import { jsonValue } from '../data/builder.js'
 import type { Table } from '../data/table.js'
 import { formatDecimal } from '../data/values.js'
@@ -63,6 +63,8 @@ export interface UnmatchedSet {
   conjunct: Int32Array
   /** 1 when the candidate was matched by something else. */
   candidateTaken: Uint8Array
+  /** The record of this side that `prefer` chose over this one for the candidate (a tie), or -1. */
+  tiedWith: Int32Array
 }
 
 /**
@@ -341,6 +343,7 @@ export function emptyUnmatched(): UnmatchedSet {
     pass: new Int32Array(0),
     conjunct: new Int32Array(0),
     candidateTaken: new Uint8Array(0),
+    tiedWith: new Int32Array(0),
   }
 }
 
@@ -377,6 +380,8 @@ export interface UnmatchedRecord {
   closest_candidate: string | null
   failed: { pass: string; conjunct: string } | null
   reason: string
+  /** The record `prefer` chose over this one for its closest candidate (a resolved tie), or null. */
+  tied_with: string | null
 }
 
 /** What a serializer needs to know about the passes that ran. */
@@ -391,6 +396,8 @@ export interface PassInfo {
   search?: { candidates_capped: number; visits_exhausted: number; groups_over_max: number }
   /** Probabilistic passes: what a waterfall's levels mean. */
   probabilistic?: { prior: number; threshold: number; comparisons: { name: string; levels: string[] }[] }
+  /** 1:1 passes: how ties are resolved instead of held as ambiguous. */
+  prefer?: Preference
 }
 
 /** A match's waterfall as JSON, from its levels and weights and its pass's comparisons. */
@@ -494,6 +501,8 @@ export interface NearestMiss {
   conjunct: string | null
   candidate: string | null
   taken: boolean
+  /** The record `prefer` chose over this one for the candidate. */
+  tiedWith?: string | null
 }
 
 /** Why a record is unmatched, from its nearest miss: the fields an unmatched record carries. */
@@ -514,6 +523,12 @@ export function describeUnmatched(
     }
   }
   const taken = miss.taken ? ' (it was matched elsewhere)' : ''
+  if (miss.tiedWith) {
+    return {
+      failed: { pass: pass.name, conjunct: '' },
+      reason: `tied with ${miss.tiedWith} for ${miss.candidate} in pass ${pass.name}; prefer ${pass.prefer ?? ''} chose ${miss.tiedWith}`,
+    }
+  }
   if (miss.conjunct === null) {
     return {
       failed: { pass: pass.name, conjunct: '' },
@@ -540,6 +555,12 @@ export function unmatchedRecord(
   const candidate = u.candidate[k] < 0 ? null : otherKey(u.candidate[k])
   const pass = u.pass[k] < 0 ? null : passes[u.pass[k]]
   const conjunct = pass && u.conjunct[k] >= 0 ? pass.conjuncts[u.conjunct[k]] : null
-  const miss = { pass, conjunct, candidate, taken: u.candidateTaken[k] === 1 }
-  return { record_key: ownKey(u.rows[k]), closest_candidate: candidate, ...describeUnmatched(miss, side, passes) }
+  const tiedWith = u.tiedWith[k] < 0 ? null : ownKey(u.tiedWith[k])
+  const miss = { pass, conjunct, candidate, taken: u.candidateTaken[k] === 1, tiedWith }
+  return {
+    record_key: ownKey(u.rows[k]),
+    closest_candidate: candidate,
+    ...describeUnmatched(miss, side, passes),
+    tied_with: tiedWith,
+  }
 }

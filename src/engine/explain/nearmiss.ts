@@ -27,7 +27,8 @@ export function explainUnmatched(
   const pass = new Int32Array(count).fill(-1)
   const conjunct = new Int32Array(count).fill(-1)
   const candidateTaken = new Uint8Array(count)
-  if (count === 0) return { rows, candidate, pass, conjunct, candidateTaken }
+  const tiedWith = new Int32Array(count).fill(-1)
+  if (count === 0) return { rows, candidate, pass, conjunct, candidateTaken, tiedWith }
 
   // slot of each unmatched row in `rows`
   const slot = new Int32Array(ownFree.length).fill(-1)
@@ -81,5 +82,35 @@ export function explainUnmatched(
       merge(p.index, near, null, null, null)
     }
   }
-  return { rows, candidate, pass, conjunct, candidateTaken }
+  const set = { rows, candidate, pass, conjunct, candidateTaken, tiedWith }
+  notePassedOver(set, side, passes, otherFree)
+  return set
+}
+
+/**
+ * A record `prefer` left unmatched is explained by the tie it lost, whatever else came near: its
+ * candidate is the partner it tied for, and `tiedWith` the record preferred. (A record a later
+ * pass matched is not in the set.) Shared with the PostgreSQL engine.
+ */
+export function notePassedOver(
+  set: UnmatchedSet,
+  side: Side,
+  passes: Pick<PassEvidence, 'index' | 'passedOver'>[],
+  otherFree: Uint8Array,
+): void {
+  const notes = passes.filter((p) => p.passedOver?.some((n) => n.side === side))
+  if (!notes.length) return
+  const slot = new Map<number, number>()
+  set.rows.forEach((row, k) => slot.set(row, k))
+  for (const p of notes) {
+    for (const n of p.passedOver!) {
+      const k = n.side === side ? slot.get(n.record) : undefined
+      if (k === undefined) continue
+      set.candidate[k] = n.partner
+      set.pass[k] = p.index
+      set.conjunct[k] = -1
+      set.candidateTaken[k] = otherFree[n.partner] ? 0 : 1
+      set.tiedWith[k] = n.winner
+    }
+  }
 }

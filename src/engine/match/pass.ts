@@ -4,13 +4,13 @@
 // the tables themselves. Either way the compiled code reads one pair of tables (`space`), and
 // matches are emitted in table rows.
 
-import type { Expr } from '../../language/predicate.js'
+import type { Expr, Side } from '../../language/predicate.js'
 import { parsePredicate } from '../../language/predicate.js'
 import { aggregateExprs } from '../../language/aggregate.js'
 import { conditionOf, type RecipePass } from '../../recipes/schema.js'
 import type { SearchBounds } from './aggregate.js'
 import { aggregatePass, type PreparedAggregate, prepareAggregate } from './group-pass.js'
-import { assignOneToOne } from './assign.js'
+import { type AssignmentReport, assignOneToOne } from './assign.js'
 import { CompileError, ExprCompiler } from '../plan/compile.js'
 import type { MatchBuilder } from '../explain/evidence.js'
 import { type ConjunctChecks, type NearMisses, nearMisses, partitionedJoin } from './hashpass.js'
@@ -18,6 +18,7 @@ import { bandCandidates, conjunctChecks, PairList } from './join.js'
 import { keyEquality, keyHashes } from './keys.js'
 import { type PartitionedSide, partitionBits, partitionSide } from './partition.js'
 import { PARALLEL_MIN_ROWS, partitionHelper } from './partition-helper.js'
+import { type PairOrder, pairOrder } from './prefer.js'
 import { type PassPlan, planPass, referencedColumns } from '../plan/plan.js'
 import { type PairScorer, type ScoredPairs, scorer as scorerOf } from './score.js'
 import type { Table } from '../data/table.js'
@@ -40,6 +41,8 @@ export interface ComparedColumns {
    * references are, so the payment naming the invoice beats one of the same amount.
    */
   reference?: { l: string; r: string }
+  /** The recipe's record keys, which `prefer: first_key` (and every preference, last) orders by. */
+  keys?: { l: string[]; r: string[] }
 }
 
 /** The pairs a pass scores its candidates by: its own, else the recipe's. */
@@ -75,6 +78,8 @@ export interface PreparedPass {
   checks: ConjunctChecks
   scorer: PairScorer
   aggregate?: PreparedAggregate
+  /** A 1:1 pass's `prefer`: the order in which its ties are resolved. */
+  prefer?: PairOrder
   /** Scale of this pass's amount deltas (-1: float amounts). */
   amountScale: number
 }
@@ -96,6 +101,10 @@ export interface PassEvidence {
   band?: PreparedPass
   /** Aggregate passes: how often the bounded group search met its limits. */
   search?: SearchBounds
+  /** 1:1 passes: what assignment did (components, exact or best-first). */
+  assignment?: AssignmentReport
+  /** Records `prefer` left unmatched, in input rows: each tied with `winner` (its side) for `partner`. */
+  passedOver?: { side: Side; record: number; winner: number; partner: number }[]
 }
 
 /**
@@ -143,6 +152,19 @@ export function preparePass(
   const compiler = new ExprCompiler({ l: space.tables.l.columns, r: space.tables.r.columns }, space.tables, lookups)
   const scorer = scorerOf(scored, compiler)
   const aggregate = pass.pattern === '1:1' ? undefined : prepareAggregate(pass, compiler)
+  if (pass.prefer && pass.pattern !== '1:1')
+    throw new Error(`prefer resolves ties of 1:1 passes; pass "${pass.name}" is ${pass.pattern}`)
+  const prefer = pass.prefer
+    ? pairOrder(pass.prefer, {
+        scored,
+        compiler,
+        scorer,
+        leftRows: space.leftRows,
+        rightRows: space.rightRows,
+        tables,
+        keys: compared.keys ?? { l: [], r: [] },
+      })
+    : undefined
   if (space.partitioned) space.partitioned.equal = keyEquality(plan.keys, compiler, space.tables)
   return {
     index,
@@ -153,6 +175,7 @@ export function preparePass(
     checks: external ? { failed: () => 0, checked: [], total: plan.conjuncts.length } : conjunctChecks(plan, compiler),
     scorer,
     aggregate,
+    prefer,
     amountScale: aggregate ? aggregate.equation.scale : scorer.amountScale,
   }
 }
@@ -284,11 +307,26 @@ export function runPass(
     },
   }
   if (p.pass.pattern === '1:1') {
-    assignOneToOne(pairs.left, pairs.right, pairs.length, s.score, lf, rf, {
-      pair: (i, j, score) => sink.pair(i, j, score, false, s.pairAmountDelta(i, j), s.days(i, j)),
-      // a tie's deltas are those of one tied pair: every pair in it scored the same
-      tie: (l, r, score) => sink.group(l, r, score, true, s.pairAmountDelta(l[0], r[0]), s.days(l[0], r[0])),
-    })
+    const passedOver: NonNullable<PassEvidence['passedOver']> = []
+    evidence.assignment = assignOneToOne(
+      pairs.left,
+      pairs.right,
+      pairs.length,
+      s.score,
+      lf,
+      rf,
+      {
+        pair: (i, j, score) => sink.pair(i, j, score, false, s.pairAmountDelta(i, j), s.days(i, j)),
+        // a tie's deltas are those of (i, j), one pair of an optimal assignment of its records
+        tie: (l, r, score, i, j) => sink.group(l, r, score, true, s.pairAmountDelta(i, j), s.days(i, j)),
+        passedOver: (side, record, winner, partner) => {
+          const [own, other] = side === 'l' ? [leftRow, rightRow] : [rightRow, leftRow]
+          passedOver.push({ side, record: own(record), winner: own(winner), partner: other(partner) })
+        },
+      },
+      { prefer: p.prefer },
+    )
+    if (passedOver.length) evidence.passedOver = passedOver
   } else evidence.search = aggregatePass(p, pairs, lf, rf, sink.group)
   return evidence
 }

@@ -13,6 +13,7 @@ import { type MatchBuilder, recordKeyReader } from '../../explain/evidence.js'
 import { ExprCompiler } from '../../plan/compile.js'
 import { type Conjunct, planPass } from '../../plan/plan.js'
 import { assignOneToOne } from '../assign.js'
+import { pairOrder } from '../prefer.js'
 import type { ConjunctChecks, NearMisses } from '../hashpass.js'
 import { nearMisses } from '../hashpass.js'
 import { PairList } from '../join.js'
@@ -180,30 +181,45 @@ export function runProbabilisticPass(
   }
   const score = (k: number) => Math.round(probabilities[k] * 1e6) / 1e6
   // assignment ranks by evidence: probabilities saturate near 1, the evidence keeps ordering them
-  assignOneToOne(eligible.left, eligible.right, eligible.length, (i, j) => evidence[at(i, j)], leftFree, rightFree, {
-    pair: (i, j) => {
-      const k = at(i, j)
-      leftFree[i] = 0
-      rightFree[j] = 0
-      out.pair(index, i, j, score(k), false, s.pairAmountDelta(i, j), s.days(i, j), detail(k, i))
+  const scored = deltaPairs(comparisons, compared, tables)
+  const prefer = pass.prefer
+    ? pairOrder(pass.prefer, {
+        scored,
+        compiler,
+        scorer: s,
+        leftRows: null,
+        rightRows: null,
+        tables,
+        keys: compared.keys ?? { l: [], r: [] },
+      })
+    : undefined
+  const passedOver: NonNullable<PassEvidence['passedOver']> = []
+  const assignment = assignOneToOne(
+    eligible.left,
+    eligible.right,
+    eligible.length,
+    (i, j) => evidence[at(i, j)],
+    leftFree,
+    rightFree,
+    {
+      pair: (i, j) => {
+        const k = at(i, j)
+        leftFree[i] = 0
+        rightFree[j] = 0
+        out.pair(index, i, j, score(k), false, s.pairAmountDelta(i, j), s.days(i, j), detail(k, i))
+      },
+      // a tie's score, deltas and waterfall are those of (i, j), a pair of an optimal assignment
+      tie: (l, r, _, i, j) => {
+        for (const x of l) leftFree[x] = 0
+        for (const y of r) rightFree[y] = 0
+        const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b)
+        const k = at(i, j)
+        out.group(index, sorted(l), sorted(r), score(k), true, s.pairAmountDelta(i, j), s.days(i, j), detail(k, i))
+      },
+      passedOver: (side, record, winner, partner) => passedOver.push({ side, record, winner, partner }),
     },
-    tie: (l, r) => {
-      for (const i of l) leftFree[i] = 0
-      for (const j of r) rightFree[j] = 0
-      const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b)
-      const k = at(l[0], r[0])
-      out.group(
-        index,
-        sorted(l),
-        sorted(r),
-        score(k),
-        true,
-        s.pairAmountDelta(l[0], r[0]),
-        s.days(l[0], r[0]),
-        detail(k, l[0]),
-      )
-    },
-  })
+    { prefer },
+  )
 
   const identity = (n: number) => Int32Array.from({ length: n }, (_, k) => k)
   return {
@@ -214,6 +230,8 @@ export function runProbabilisticPass(
     amountScale: s.amountScale,
     evidence: {
       index,
+      assignment,
+      ...(passedOver.length ? { passedOver } : {}),
       near: {
         left: near.left,
         right: near.right,
