@@ -13,11 +13,12 @@ import {
   type UnmatchedSet,
 } from './explain/evidence.js'
 import type { SearchBounds } from './match/aggregate.js'
+import type { BandReport } from './match/bandpass.js'
 import { explainUnmatched } from './explain/nearmiss.js'
 import { type ComparedColumns, type PassEvidence, type PreparedPass, preparePass, runPass } from './match/pass.js'
 import { PARALLEL_MIN_ROWS, partitionHelper } from './match/partition-helper.js'
 import { orderPasses } from './plan/passes.js'
-import { type PassPlan, planPass } from './plan/plan.js'
+import { firstClosedBand, type PassPlan, planPass } from './plan/plan.js'
 import { amountColumn, type SideTotals, sideTotals } from './explain/summary.js'
 import type { Table } from './data/table.js'
 
@@ -36,6 +37,8 @@ export interface PassReport {
   right_amount: string | null
   /** Aggregate passes (1:N, N:1, N:M): how often the bounded group search met its limits. */
   search?: SearchBounds
+  /** Band passes: the band the run chose on the data, its estimated and actual pairs. */
+  band?: BandReport
   ms: number
 }
 
@@ -86,6 +89,8 @@ export interface RunOptions {
   signal?: AbortSignal
   /** Use the partitioning helper thread for large sides (default true; partition-helper.ts). */
   parallel?: boolean
+  /** Check cheap conjuncts first (default true); false evaluates all, as written (the tests' reference). */
+  cheapFirst?: boolean
 }
 
 /** One pass in execution order, with the phase of the DAG it belongs to. */
@@ -148,6 +153,11 @@ export class PassScheduler {
     if (bounds) this.reports.get(step.pass.name)!.search = bounds
   }
 
+  /** Records the band a band pass ran with. */
+  banded(step: PassStep, band: BandReport | undefined): void {
+    if (band) this.reports.get(step.pass.name)!.band = band
+  }
+
   fail(step: PassStep, err: unknown): void {
     const report = this.reports.get(step.pass.name)!
     report.status = 'failed'
@@ -190,10 +200,14 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
     opts.signal?.throwIfAborted()
     if (!scheduler.begin(step)) continue
     try {
-      const p = preparePass(step.index, step.pass, tables, compared, undefined, parallel)
+      const p = preparePass(step.index, step.pass, tables, compared, undefined, {
+        parallel,
+        cheapFirst: opts.cheapFirst,
+      })
       prepared.push(p)
       const done = runPass(p, leftFree, rightFree, matches)
       scheduler.searched(step, done.search)
+      scheduler.banded(step, done.band?.report)
       evidence.push(done)
     } catch (err) {
       scheduler.fail(step, err)
@@ -202,8 +216,8 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
   }
   const t2 = performance.now()
   const failed = scheduler.list().some((r) => r.status !== 'done')
-  const unmatchedLeft = failed ? emptyUnmatched() : explainUnmatched('l', evidence, leftFree, rightFree, tables)
-  const unmatchedRight = failed ? emptyUnmatched() : explainUnmatched('r', evidence, rightFree, leftFree, tables)
+  const unmatchedLeft = failed ? emptyUnmatched() : explainUnmatched('l', evidence, leftFree, rightFree)
+  const unmatchedRight = failed ? emptyUnmatched() : explainUnmatched('r', evidence, rightFree, leftFree)
   const t3 = performance.now()
   return assembleResult({
     recipe,
@@ -251,7 +265,7 @@ export function assembleResult(run: {
     passInfoOf(
       pass,
       run.prepared.find((p) => p.index === n),
-      passes[n].search,
+      passes[n],
     ),
   )
   let ambiguous = 0
@@ -310,13 +324,17 @@ export function assembleResult(run: {
 const round = (x: number) => Math.round(x * 1e6) / 1e6
 export const ms = (x: number) => Math.round(x * 10) / 10
 
-function passInfoOf(pass: RecipePass, p: PreparedPass | undefined, search?: SearchBounds): PassInfo {
+function passInfoOf(pass: RecipePass, p: PreparedPass | undefined, report: PassReport): PassInfo {
   const plan = p?.plan
+  const search = report.search
+  // a band pass's join is the band it ran with (the PostgreSQL engine's: the first closed one)
+  const band =
+    plan && (plan.bands.find((b) => `${b.side}.${b.column}` === report.band?.column) ?? firstClosedBand(plan))
   return {
     name: pass.name,
     pattern: pass.pattern,
     conjuncts: plan ? plan.conjuncts.map((c) => c.text) : [pass.when],
-    join: plan ? plan.keys.map((k) => k.text).join(' AND ') || plan.band?.texts.join(' AND ') || '' : pass.when,
+    join: plan ? plan.keys.map((k) => k.text).join(' AND ') || band?.texts.join(' AND ') || '' : pass.when,
     amountScale: p ? p.amountScale : 0,
     ...(search ? { search } : {}),
   }

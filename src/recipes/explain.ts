@@ -1,10 +1,11 @@
 // `explain`: how each pass of a (valid) recipe will run — its phase in the pass DAG, the hash
-// keys or band it joins on, and the residual conjuncts checked on each candidate pair.
+// keys or band options it joins on (several bands: the run picks one on the data), and the
+// conjuncts checked on each pair, in the order they run (cheapest first).
 
 import { scoredPairs } from '../engine/match/pass.js'
 import { orderPasses } from '../engine/plan/passes.js'
 import { comparedColumns } from '../engine/reconcile.js'
-import { type PassPlan, planPass } from '../engine/plan/plan.js'
+import { type Band, firstClosedBand, type PassPlan, planPass } from '../engine/plan/plan.js'
 import { parsePredicate } from '../language/predicate.js'
 import { printExpr } from '../language/print.js'
 import type { Pattern, Recipe } from './schema.js'
@@ -18,17 +19,24 @@ export interface PassExplain {
   after: string[]
   join: 'hash' | 'band'
   hash_keys: { left: string; right: string }[]
-  band: {
-    column: string
-    lower: string | null
-    upper: string | null
-    lower_inclusive: boolean
-    upper_inclusive: boolean
-    from: string[]
-  } | null
+  /** The first closed band option (the one used when there is one option). */
+  band: BandExplain | null
+  /** Every band option; with several, the run joins on the one with the fewest estimated pairs. */
+  bands: BandExplain[]
   residuals: string[]
+  /** Conjuncts checked on each pair of the join, in the order they run: cheap first. */
+  checks: string[]
   aggregate: { sum: string; equals: string; tolerance: string; max_group: number } | null
   scoring: { amount: string | null; date: string | null; similarity: string | null }
+}
+
+export interface BandExplain {
+  column: string
+  lower: string | null
+  upper: string | null
+  lower_inclusive: boolean
+  upper_inclusive: boolean
+  from: string[]
 }
 
 export interface ExplainReply {
@@ -58,8 +66,10 @@ export function explainRecipe(recipe: Recipe, schemas: Schemas): ExplainReply {
       after: order.dependencies.get(pass.name)!,
       join: plan.keys.length ? 'hash' : 'band',
       hash_keys: plan.keys.map((k) => ({ left: printExpr(k.left), right: printExpr(k.right) })),
-      band: bandOf(plan),
+      band: plan.keys.length ? null : bandOf(firstClosedBand(plan)),
+      bands: plan.keys.length ? [] : plan.bands.map((b) => bandOf(b)!),
       residuals: plan.residuals.map((c) => c.text),
+      checks: checkOrder(plan),
       aggregate: pass.aggregate
         ? {
             sum: pass.aggregate.sum,
@@ -82,9 +92,17 @@ export function explainRecipe(recipe: Recipe, schemas: Schemas): ExplainReply {
   return { passes, text: passes.map(passText).join('\n\n') }
 }
 
-function bandOf(plan: PassPlan): PassExplain['band'] {
-  if (plan.keys.length || !plan.band) return null
-  const b = plan.band
+/** The conjuncts a join checks (not its keys), cheapest first, then as written (checks.ts). */
+function checkOrder(plan: PassPlan): string[] {
+  const keys = new Set(plan.keys.map((k) => k.conjunct))
+  return plan.conjuncts
+    .filter((c) => !keys.has(c.index))
+    .sort((a, b) => a.cost - b.cost || a.index - b.index)
+    .map((c) => c.text)
+}
+
+function bandOf(b: Band | undefined): BandExplain | null {
+  if (!b) return null
   return {
     column: `${b.side}.${b.column}`,
     lower: b.lo ? printExpr(b.lo) : null,
@@ -95,17 +113,24 @@ function bandOf(plan: PassPlan): PassExplain['band'] {
   }
 }
 
+function bandText(b: BandExplain): string {
+  const lo = b.lower === null ? '-∞' : `${b.lower_inclusive ? '[' : '('}${b.lower}`
+  const hi = b.upper === null ? '+∞' : `${b.upper}${b.upper_inclusive ? ']' : ')'}`
+  return `${b.column} in ${lo}, ${hi}`
+}
+
 function passText(p: PassExplain): string {
   const lines = [
     `pass ${p.name} (${p.pattern}), phase ${p.phase}${p.after.length ? `, after ${p.after.join(', ')}` : ''}`,
   ]
   if (p.join === 'hash') lines.push(`  hash join on ${p.hash_keys.map((k) => `${k.left} = ${k.right}`).join(', ')}`)
-  else if (p.band) {
-    const lo = p.band.lower === null ? '-∞' : `${p.band.lower_inclusive ? '[' : '('}${p.band.lower}`
-    const hi = p.band.upper === null ? '+∞' : `${p.band.upper}${p.band.upper_inclusive ? ']' : ')'}`
-    lines.push(`  band join: ${p.band.column} in ${lo}, ${hi}  (sorted, then searched per record)`)
+  else if (p.bands.length === 1) lines.push(`  band join: ${bandText(p.bands[0])}  (sorted, then searched per record)`)
+  else if (p.bands.length > 1) {
+    lines.push('  band join on one of (the fewest estimated pairs, chosen on the data when the pass runs):')
+    for (const b of p.bands) lines.push(`    ${bandText(b)}`)
   }
   lines.push(`  residual: ${p.residuals.length ? p.residuals.join(' AND ') : 'none'}`)
+  if (p.checks.length > 1) lines.push(`  checked in order: ${p.checks.join('; ')}`)
   if (p.aggregate)
     lines.push(
       `  groups: sum(${p.aggregate.sum}) = ${p.aggregate.equals} ± ${p.aggregate.tolerance}, at most ${p.aggregate.max_group} records`,
