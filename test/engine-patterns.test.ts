@@ -585,14 +585,26 @@ t.test('the summary has counts and exact amounts per side and per pass, match ra
   t.same(Object.keys(s.timings).sort(), ['evidence_ms', 'match_ms', 'plan_ms', 'total_ms'])
   t.ok(Object.values(s.timings).every((v) => typeof v === 'number' && v >= 0))
   t.ok(s.passes.every((p) => typeof p.ms === 'number' && p.ms >= 0))
-  // L4's nearest miss is R5, in its amount band but a week later: the window rejected it
+  // the window pass has two bands: amount ±0.05 holds 2 pairs (L3-R4, L4-R5), the 2-day window 1
+  // (L3-R4), so it ran on the window; L4 has no record in its window, nor R5 in anyone's
+  t.same(s.passes[2].band, {
+    column: 'r.date',
+    estimated_pairs: 1,
+    pairs: 1,
+    candidates: 1,
+    options: [
+      { column: 'r.amount', estimated_pairs: 2 },
+      { column: 'r.date', estimated_pairs: 1 },
+    ],
+  })
   t.same(
     e.unmatchedLeft.map((u) => [u.record_key, u.closest_candidate, u.failed]),
-    [['L4', 'R5', { pass: 'window', conjunct: "r.date BETWEEN l.date AND l.date + INTERVAL '2 days'" }]],
+    [['L4', null, { pass: 'exact', conjunct: 'l.ref = r.ref AND l.amount = r.amount' }]],
   )
+  t.match(e.unmatchedLeft[0].reason, /window: r\.date BETWEEN l\.date AND l\.date \+ INTERVAL '2 days'\)$/)
   t.same(
     e.unmatchedRight.map((u) => [u.record_key, u.closest_candidate]),
-    [['R5', 'L4']],
+    [['R5', null]],
   )
 })
 
@@ -677,7 +689,11 @@ t.test('explain prints the plan of each pass and what its candidates are scored 
   )
   t.match(
     reply.text,
-    /pass by_amount \(1:1\), phase 2, after by_ref\n {2}band join: r\.amount in \[l\.amount - 0\.01, l\.amount \+ 0\.01\]/,
+    /pass by_amount \(1:1\), phase 2, after by_ref\n {2}band join on one of \(the fewest estimated pairs, chosen on the data when the pass runs\):\n {4}r\.amount in \[l\.amount - 0\.01, l\.amount \+ 0\.01\]\n {4}r\.date in \[l\.date, l\.date \+ INTERVAL '3 days'\]\n/,
+  )
+  t.same(
+    reply.passes[1].bands.map((b) => b.column),
+    ['r.amount', 'r.date'],
   )
   t.match(
     reply.text,

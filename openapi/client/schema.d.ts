@@ -2725,15 +2725,31 @@ export interface components {
                     left: string;
                     right: string;
                 }[];
+                /** @description the first band option with both bounds (the one used when there is one option) */
                 band: {
+                    /** @description the column sorted and searched, as side.column */
                     column: string;
                     lower: string | null;
                     upper: string | null;
                     lower_inclusive: boolean;
                     upper_inclusive: boolean;
+                    /** @description the conjuncts the band comes from */
                     from: string[];
                 } | null;
+                /** @description every band option of a pass without keys; with several, the run joins on the one with the fewest estimated pairs, chosen on the data */
+                bands: {
+                    /** @description the column sorted and searched, as side.column */
+                    column: string;
+                    lower: string | null;
+                    upper: string | null;
+                    lower_inclusive: boolean;
+                    upper_inclusive: boolean;
+                    /** @description the conjuncts the band comes from */
+                    from: string[];
+                }[];
                 residuals: string[];
+                /** @description the conjuncts checked on each pair of the join, in the order they run (cheap first) */
+                checks: string[];
                 aggregate: {
                     /** @description the group sum with SUM written out, e.g. SUM(l.net_amount) - 0.49 */
                     sum: string;
@@ -2911,6 +2927,21 @@ export interface components {
                     largest_component: number;
                     /** @description ties resolved by the pass's prefer instead of held as ambiguous */
                     ties_resolved: number;
+                };
+                band?: {
+                    /** @description the band column used, as side.column */
+                    column: string;
+                    /** @description pairs within the band, estimated on a sample before the join */
+                    estimated_pairs: number;
+                    /** @description pairs within the band, each checked */
+                    pairs: number;
+                    /** @description pairs that satisfied every conjunct */
+                    candidates: number;
+                    /** @description every band option with its estimate */
+                    options: {
+                        column: string;
+                        estimated_pairs: number;
+                    }[];
                 };
                 ms: number;
             }[];

@@ -14,12 +14,13 @@ import {
 } from './explain/evidence.js'
 import type { SearchBounds } from './match/aggregate.js'
 import type { AssignmentReport } from './match/assign.js'
+import type { BandReport } from './match/bandpass.js'
 import { explainUnmatched } from './explain/nearmiss.js'
 import { type ComparedColumns, type PassEvidence, type PreparedPass, preparePass, runPass } from './match/pass.js'
 import { type ProbabilisticPass, type ProbabilisticReport, runProbabilisticPass } from './match/probabilistic/pass.js'
 import { PARALLEL_MIN_ROWS, partitionHelper } from './match/partition-helper.js'
 import { orderPasses } from './plan/passes.js'
-import { type PassPlan, planPass } from './plan/plan.js'
+import { firstClosedBand, type PassPlan, planPass } from './plan/plan.js'
 import { amountColumn, type SideTotals, sideTotals } from './explain/summary.js'
 import type { Table } from './data/table.js'
 import { buildLookups } from './data/lookup.js'
@@ -43,6 +44,8 @@ export interface PassReport {
   probabilistic?: ProbabilisticReport
   /** 1:1 passes: pairs taken at once, and the contested components solved exactly or best-first. */
   assignment?: AssignmentReport
+  /** Band passes: the band the run chose on the data, its estimated and actual pairs. */
+  band?: BandReport
   ms: number
 }
 
@@ -98,6 +101,8 @@ export interface RunOptions {
   parallel?: boolean
   /** The tables of the recipe's lookups, by lookup name, loaded whole. */
   lookups?: Record<string, Table>
+  /** Check cheap conjuncts first (default true); false evaluates all, as written (the tests' reference). */
+  cheapFirst?: boolean
 }
 
 /** One pass in execution order, with the phase of the DAG it belongs to. */
@@ -167,6 +172,11 @@ export class PassScheduler {
     this.reports.get(step.pass.name)!.probabilistic = report
   }
 
+  /** Records the band a band pass ran with. */
+  banded(step: PassStep, band: BandReport | undefined): void {
+    if (band) this.reports.get(step.pass.name)!.band = band
+  }
+
   fail(step: PassStep, err: unknown): void {
     const report = this.reports.get(step.pass.name)!
     report.status = 'failed'
@@ -233,10 +243,15 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
         scheduler.end(step, opts.onProgress)
         continue
       }
-      const p = preparePass(step.index, step.pass, tables, compared, undefined, parallel, lookups)
+      const p = preparePass(step.index, step.pass, tables, compared, undefined, {
+        parallel,
+        cheapFirst: opts.cheapFirst,
+        lookups,
+      })
       prepared.push(p)
       const done = runPass(p, leftFree, rightFree, matches)
       scheduler.searched(step, done)
+      scheduler.banded(step, done.band?.report)
       evidence.push(done)
     } catch (err) {
       scheduler.fail(step, err)
@@ -245,8 +260,8 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
   }
   const t2 = performance.now()
   const failed = scheduler.list().some((r) => r.status !== 'done')
-  const unmatchedLeft = failed ? emptyUnmatched() : explainUnmatched('l', evidence, leftFree, rightFree, tables)
-  const unmatchedRight = failed ? emptyUnmatched() : explainUnmatched('r', evidence, rightFree, leftFree, tables)
+  const unmatchedLeft = failed ? emptyUnmatched() : explainUnmatched('l', evidence, leftFree, rightFree)
+  const unmatchedRight = failed ? emptyUnmatched() : explainUnmatched('r', evidence, rightFree, leftFree)
   const t3 = performance.now()
   return assembleResult({
     recipe,
@@ -297,7 +312,7 @@ export function assembleResult(run: {
     passInfoOf(
       pass,
       run.prepared.find((p) => p.index === n),
-      passes[n].search,
+      passes[n],
       run.probabilistic?.[n],
     ),
   )
@@ -364,7 +379,7 @@ export const ms = (x: number) => Math.round(x * 10) / 10
 function passInfoOf(
   pass: RecipePass,
   p: PreparedPass | undefined,
-  search?: SearchBounds,
+  report: PassReport,
   weighed?: ProbabilisticPass,
 ): PassInfo {
   if (isProbabilistic(pass)) {
@@ -387,12 +402,16 @@ function passInfoOf(
     }
   }
   const plan = p?.plan
+  const search = report.search
   const when = pass.when ?? ''
+  // a band pass's join is the band it ran with (the PostgreSQL engine's: the first closed one)
+  const band =
+    plan && (plan.bands.find((b) => `${b.side}.${b.column}` === report.band?.column) ?? firstClosedBand(plan))
   return {
     name: pass.name,
     pattern: pass.pattern,
     conjuncts: plan ? plan.conjuncts.map((c) => c.text) : [when],
-    join: plan ? plan.keys.map((k) => k.text).join(' AND ') || plan.band?.texts.join(' AND ') || '' : when,
+    join: plan ? plan.keys.map((k) => k.text).join(' AND ') || band?.texts.join(' AND ') || '' : when,
     amountScale: p ? p.amountScale : 0,
     ...(search ? { search } : {}),
     ...(pass.prefer ? { prefer: pass.prefer } : {}),

@@ -1,10 +1,11 @@
 // `explain`: how each pass of a (valid) recipe will run — its phase in the pass DAG, the hash
-// keys or band it joins on, and the residual conjuncts checked on each candidate pair.
+// keys or band options it joins on (several bands: the run picks one on the data), and the
+// conjuncts checked on each pair, in the order they run (cheapest first).
 
 import { scoredPairs } from '../engine/match/pass.js'
 import { orderPasses } from '../engine/plan/passes.js'
 import { comparedColumns } from '../engine/reconcile.js'
-import { type PassPlan, planPass } from '../engine/plan/plan.js'
+import { type Band, firstClosedBand, type PassPlan, planPass } from '../engine/plan/plan.js'
 import { aggregateExprs, groupSum, groupTolerance, printGroupSum } from '../language/aggregate.js'
 import { decimalText } from '../language/decimal.js'
 import { type Expr, parsePredicate } from '../language/predicate.js'
@@ -33,15 +34,13 @@ export interface PassExplain {
   after: string[]
   join: 'hash' | 'band' | 'probabilistic'
   hash_keys: { left: string; right: string }[]
-  band: {
-    column: string
-    lower: string | null
-    upper: string | null
-    lower_inclusive: boolean
-    upper_inclusive: boolean
-    from: string[]
-  } | null
+  /** The first closed band option (the one used when there is one option). */
+  band: BandExplain | null
+  /** Every band option; with several, the run joins on the one with the fewest estimated pairs. */
+  bands: BandExplain[]
   residuals: string[]
+  /** Conjuncts checked on each pair of the join, in the order they run: cheap first. */
+  checks: string[]
   aggregate: {
     sum: string
     equals: string
@@ -67,6 +66,15 @@ export interface ProbabilisticExplain {
   threshold: number
   /** The model's weights: the recipe's own, else those the given run learned; null when not known yet. */
   model: (RecipeModel & { source: 'recipe' | 'run' }) | null
+}
+
+export interface BandExplain {
+  column: string
+  lower: string | null
+  upper: string | null
+  lower_inclusive: boolean
+  upper_inclusive: boolean
+  from: string[]
 }
 
 export interface ExplainReply {
@@ -104,8 +112,10 @@ export function explainRecipe(
       ...base,
       join: plan.keys.length ? 'hash' : 'band',
       hash_keys: plan.keys.map((k) => ({ left: printExpr(k.left), right: printExpr(k.right) })),
-      band: bandOf(plan),
+      band: plan.keys.length ? null : bandOf(firstClosedBand(plan)),
+      bands: plan.keys.length ? [] : plan.bands.map((b) => bandOf(b)!),
       residuals: plan.residuals.map((c) => c.text),
+      checks: checkOrder(plan),
       aggregate: pass.aggregate ? aggregateOf(pass.aggregate) : null,
       prefer: pass.prefer ? { value: pass.prefer, by: preferBy(pass.prefer, scored, recipe) } : null,
       scoring: {
@@ -148,7 +158,9 @@ function probabilisticExplain(
     join: 'probabilistic',
     hash_keys: [],
     band: null,
+    bands: [],
     residuals: conjuncts,
+    checks: conjuncts,
     aggregate: null,
     prefer: null,
     scoring: { amount: null, date: null, similarity: null },
@@ -220,9 +232,17 @@ function preferBy(prefer: Preference, scored: ReturnType<typeof scoredPairs>, re
   return `the smallest |l.${scored.amount?.l ?? '?'} - r.${scored.amount?.r ?? '?'}|, then ${keys}`
 }
 
-function bandOf(plan: PassPlan): PassExplain['band'] {
-  if (plan.keys.length || !plan.band) return null
-  const b = plan.band
+/** The conjuncts a join checks (not its keys), cheapest first, then as written (checks.ts). */
+function checkOrder(plan: PassPlan): string[] {
+  const keys = new Set(plan.keys.map((k) => k.conjunct))
+  return plan.conjuncts
+    .filter((c) => !keys.has(c.index))
+    .sort((a, b) => a.cost - b.cost || a.index - b.index)
+    .map((c) => c.text)
+}
+
+function bandOf(b: Band | undefined): BandExplain | null {
+  if (!b) return null
   return {
     column: `${b.side}.${b.column}`,
     lower: b.lo ? printExpr(b.lo) : null,
@@ -233,18 +253,25 @@ function bandOf(plan: PassPlan): PassExplain['band'] {
   }
 }
 
+function bandText(b: BandExplain): string {
+  const lo = b.lower === null ? '-∞' : `${b.lower_inclusive ? '[' : '('}${b.lower}`
+  const hi = b.upper === null ? '+∞' : `${b.upper}${b.upper_inclusive ? ']' : ')'}`
+  return `${b.column} in ${lo}, ${hi}`
+}
+
 function passText(p: PassExplain): string {
   const lines = [
     `pass ${p.name} (${p.pattern}), phase ${p.phase}${p.after.length ? `, after ${p.after.join(', ')}` : ''}`,
   ]
   if (p.probabilistic) return lines.concat(probabilisticText(p.probabilistic, p.residuals)).join('\n')
   if (p.join === 'hash') lines.push(`  hash join on ${p.hash_keys.map((k) => `${k.left} = ${k.right}`).join(', ')}`)
-  else if (p.band) {
-    const lo = p.band.lower === null ? '-∞' : `${p.band.lower_inclusive ? '[' : '('}${p.band.lower}`
-    const hi = p.band.upper === null ? '+∞' : `${p.band.upper}${p.band.upper_inclusive ? ']' : ')'}`
-    lines.push(`  band join: ${p.band.column} in ${lo}, ${hi}  (sorted, then searched per record)`)
+  else if (p.bands.length === 1) lines.push(`  band join: ${bandText(p.bands[0])}  (sorted, then searched per record)`)
+  else if (p.bands.length > 1) {
+    lines.push('  band join on one of (the fewest estimated pairs, chosen on the data when the pass runs):')
+    for (const b of p.bands) lines.push(`    ${bandText(b)}`)
   }
   lines.push(`  residual: ${p.residuals.length ? p.residuals.join(' AND ') : 'none'}`)
+  if (p.checks.length > 1) lines.push(`  checked in order: ${p.checks.join('; ')}`)
   const a = p.aggregate
   if (a) {
     const within = a.below === a.above ? `± ${a.above}` : `up to ${a.above} above and ${a.below} below`

@@ -437,6 +437,15 @@ export const RecipeListSchema = Type.Object(
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()])
 
+const BandExplain = Type.Object({
+  column: Type.String({ description: 'the column sorted and searched, as side.column' }),
+  lower: Nullable(Type.String()),
+  upper: Nullable(Type.String()),
+  lower_inclusive: Type.Boolean(),
+  upper_inclusive: Type.Boolean(),
+  from: Type.Array(Type.String(), { description: 'the conjuncts the band comes from' }),
+})
+
 export const ExplainReplySchema = Type.Object(
   {
     passes: Type.Array(
@@ -447,18 +456,17 @@ export const ExplainReplySchema = Type.Object(
         after: Type.Array(Type.String()),
         join: Type.Union([Type.Literal('hash'), Type.Literal('band'), Type.Literal('probabilistic')]),
         hash_keys: Type.Array(Type.Object({ left: Type.String(), right: Type.String() })),
-        band: Type.Union([
-          Type.Object({
-            column: Type.String(),
-            lower: Nullable(Type.String()),
-            upper: Nullable(Type.String()),
-            lower_inclusive: Type.Boolean(),
-            upper_inclusive: Type.Boolean(),
-            from: Type.Array(Type.String()),
-          }),
-          Type.Null(),
-        ]),
+        band: Type.Union([BandExplain, Type.Null()], {
+          description: 'the first band option with both bounds (the one used when there is one option)',
+        }),
+        bands: Type.Array(BandExplain, {
+          description:
+            'every band option of a pass without keys; with several, the run joins on the one with the fewest estimated pairs, chosen on the data',
+        }),
         residuals: Type.Array(Type.String()),
+        checks: Type.Array(Type.String(), {
+          description: 'the conjuncts checked on each pair of the join, in the order they run (cheap first)',
+        }),
         aggregate: Type.Union([
           Type.Object({
             sum: Type.String({ description: 'the group sum with SUM written out, e.g. SUM(l.net_amount) - 0.49' }),

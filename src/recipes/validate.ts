@@ -150,7 +150,7 @@ export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationRepo
     const expr = conditionIssues(pass.name, pass.when, schemas, add)
     if (!expr) continue
     const plan = planPass(expr, pass.when, (side, c) => schemas[side].find((x) => x.name === c)?.type)
-    if (plan.keys.length === 0 && !plan.band) {
+    if (plan.keys.length === 0 && plan.bands.length === 0) {
       add({
         pass: pass.name,
         code: 'no_usable_join',

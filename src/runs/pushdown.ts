@@ -24,7 +24,7 @@ import { resolveConditions } from '../engine/load/filter.js'
 import { PairList } from '../engine/match/join.js'
 import { notePassedOver } from '../engine/explain/nearmiss.js'
 import { type PassEvidence, type PreparedPass, assignmentColumns, preparePass, runPass } from '../engine/match/pass.js'
-import { planPass } from '../engine/plan/plan.js'
+import { firstClosedBand, planPass } from '../engine/plan/plan.js'
 import {
   assembleResult,
   comparedColumns,
@@ -316,7 +316,7 @@ async function nearMisses(
     // the join condition as plain expressions: wrapped in IS TRUE, an equality is no longer a hash-join key
     const joinOn = p.plan.keys.length
       ? p.plan.keys.map((k) => `(${texts[k.conjunct]})`)
-      : conjuncts.filter((c) => p.plan.band!.texts.includes(c.text)).map((c) => `(${texts[c.index]})`)
+      : conjuncts.filter((c) => firstClosedBand(p.plan)!.texts.includes(c.text)).map((c) => `(${texts[c.index]})`)
     const passed = tests.map((t) => `(CASE WHEN ${t} THEN 1 ELSE 0 END)`).join(' + ')
     const firstFailed = `CASE ${tests.map((t, i) => `WHEN NOT ${t} THEN ${i}`).join(' ')} ELSE -1 END`
     const res = await client.query<{ own: number; cand: number; passed: number; failed: number }>(

@@ -113,6 +113,18 @@ const PassReport = Type.Object({
       ties_resolved: Type.Integer({ description: "ties resolved by the pass's prefer instead of held as ambiguous" }),
     }),
   ),
+  // band passes: the band chosen on the data, its estimate and what it found (src/engine/match/bandpass.ts)
+  band: Type.Optional(
+    Type.Object({
+      column: Type.String({ description: 'the band column used, as side.column' }),
+      estimated_pairs: Type.Integer({ description: 'pairs within the band, estimated on a sample before the join' }),
+      pairs: Type.Integer({ description: 'pairs within the band, each checked' }),
+      candidates: Type.Integer({ description: 'pairs that satisfied every conjunct' }),
+      options: Type.Array(Type.Object({ column: Type.String(), estimated_pairs: Type.Integer() }), {
+        description: 'every band option with its estimate',
+      }),
+    }),
+  ),
   ms: Type.Number(),
 })
 

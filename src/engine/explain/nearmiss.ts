@@ -3,21 +3,20 @@
 // largest share of a pass's conjuncts is the nearest miss, and the first conjunct it failed is
 // what rejected it. A candidate passing them all lost to a better-scored or tied pair, or to a
 // group whose sum did not fit. Hash passes record near misses during their join (hashpass.ts);
-// band passes are probed here, for the records still unmatched after the last pass.
+// band passes are probed here, on the band they ran with, for the records still unmatched after
+// the last pass (bandpass.ts).
 
 import type { Side } from '../../language/predicate.js'
 import type { UnmatchedSet } from './evidence.js'
-import { type NearMisses, nearMisses, nearShare, record } from '../match/hashpass.js'
-import { bandCandidates } from '../match/join.js'
+import { completeNearMisses } from '../match/bandpass.js'
+import { type NearMisses, nearShare } from '../match/hashpass.js'
 import type { PassEvidence } from '../match/pass.js'
-import type { Table } from '../data/table.js'
 
 export function explainUnmatched(
   side: Side,
   passes: PassEvidence[],
   ownFree: Uint8Array,
   otherFree: Uint8Array,
-  tables: { l: Table; r: Table },
 ): UnmatchedSet {
   let count = 0
   for (let r = 0; r < ownFree.length; r++) count += ownFree[r]
@@ -57,7 +56,6 @@ export function explainUnmatched(
     }
   }
 
-  const otherLength = side === 'l' ? tables.r.length : tables.l.length
   for (const p of passes) {
     if (p.near) {
       const near = side === 'l' ? p.near.left : p.near.right
@@ -67,19 +65,9 @@ export function explainUnmatched(
           : [p.near.rightRows, p.near.leftRows, p.near.rightFree]
       merge(p.index, near, ownRows, otherRows, free)
     } else if (p.band) {
-      // every record of the other side, matched or not, against the unmatched records of this side
-      const band = p.band
-      const near = nearMisses(ownFree.length, band.checks.total)
-      const others = new Int32Array(otherLength)
-      for (let r = 0; r < otherLength; r++) others[r] = r
-      const failedOf = band.checks.failed
-      const visit = (i: number, j: number) => {
-        if (side === 'l') record(near, i, j, failedOf(i, j), band.checks)
-        else record(near, j, i, failedOf(i, j), band.checks)
-      }
-      const [leftRows, rightRows] = side === 'l' ? [rows, others] : [others, rows]
-      bandCandidates(band.plan, band.compiler, leftRows, rightRows, () => true, visit)
-      merge(p.index, near, null, null, null)
+      // the join's near misses, completed with the records it could not see
+      const { pass, join } = p.band
+      merge(p.index, completeNearMisses(side, join, pass.checks, ownFree), null, null, null)
     }
   }
   const set = { rows, candidate, pass, conjunct, candidateTaken, tiedWith }

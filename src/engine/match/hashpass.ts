@@ -3,8 +3,10 @@
 // equal keys where at least one record is still free has its conjuncts checked once, and serves
 // twice: as a candidate when both records are free and every conjunct holds, and as evidence —
 // each free record keeps its nearest miss (the pair passing the largest share of conjuncts),
-// which explains it if it ends unmatched.
+// which explains it if it ends unmatched. Costly conjuncts (similarity() ...) are checked only
+// for a pair that can be a candidate or can still become a record's nearest miss (checks.ts).
 
+import type { ConjunctChecks } from './checks.js'
 import type { PartitionedSide } from './partition.js'
 
 /**
@@ -44,15 +46,6 @@ export function nearShare(near: NearMisses, k: number): number {
 /** Candidates examined per record and pass: enough to find a near miss, bounded for wide joins. */
 export const CANDIDATES_PER_RECORD = 32
 
-export interface ConjunctChecks {
-  /** Bit b set = checked conjunct b failed (NULL fails, as in SQL); 0 = the pair satisfies them all. */
-  failed: (i: number, j: number) => number
-  /** checked[b] is the index in the plan's conjuncts of bit b. */
-  checked: number[]
-  /** Conjuncts of the pass, checked or not (the keys hold for every pair the join produces). */
-  total: number
-}
-
 function lowestBit(x: number): number {
   return 31 - Math.clz32(x & -x)
 }
@@ -66,9 +59,33 @@ function bitCount(x: number): number {
   return n
 }
 
+/**
+ * Whether a pair failing at least the conjuncts in `failed` could still become the nearest miss
+ * of `own`: it has not seen its fill of candidates, and the pair could miss fewer conjuncts than
+ * its nearest miss so far. When it could not, its costly conjuncts need not be checked: `record`
+ * would count it and keep the nearest miss whatever they say.
+ */
+export function improves(near: NearMisses, own: number, failed: number): boolean {
+  if (near.seen[own] >= CANDIDATES_PER_RECORD) return false
+  const best = near.missed[own]
+  return best === 0 || bitCount(failed) + 1 < best
+}
+
+/** Counts the pair among the candidates `own` examined (at most CANDIDATES_PER_RECORD) and keeps it if nearer. */
 export function record(near: NearMisses, own: number, other: number, failed: number, checks: ConjunctChecks): void {
   if (near.seen[own] >= CANDIDATES_PER_RECORD) return
   near.seen[own]++
+  keepNearest(near, own, other, failed, checks)
+}
+
+/** Keeps the pair as `own`'s nearest miss if it fails fewer conjuncts than the one kept (the first on a tie). */
+export function keepNearest(
+  near: NearMisses,
+  own: number,
+  other: number,
+  failed: number,
+  checks: ConjunctChecks,
+): void {
   const missed = bitCount(failed) + 1
   const best = near.missed[own]
   if (best === 0 || missed < best) {
@@ -98,7 +115,9 @@ export function partitionedJoin(
   const next = new Int32Array(Math.max(1, largest))
   const lh = left.hash
   const rh = right.hash
-  const failedOf = checks.failed
+  const cheapOf = checks.cheap
+  const costlyOf = checks.costly
+  const lazy = checks.lazy
   for (let p = 0; p < parts; p++) {
     const rs = right.start[p]
     const re = right.start[p + 1]
@@ -122,8 +141,17 @@ export function partitionedJoin(
         if (rh[m] !== h) continue
         const rf = rightFree[m]
         if ((lf | rf) === 0 || !equal(k, m)) continue
-        const failed = failedOf(k, m)
-        if (failed === 0 && lf === 1 && rf === 1) onCandidate(k, m)
+        let failed = cheapOf(k, m)
+        const both = lf === 1 && rf === 1
+        if (
+          costlyOf !== null &&
+          (!lazy ||
+            (failed === 0 && both) ||
+            (lf === 1 && improves(leftNear, k, failed)) ||
+            (rf === 1 && improves(rightNear, m, failed)))
+        )
+          failed |= costlyOf(k, m)
+        if (failed === 0 && both) onCandidate(k, m)
         if (lf === 1) record(leftNear, k, m, failed, checks)
         if (rf === 1) record(rightNear, m, k, failed, checks)
       }

@@ -13,8 +13,10 @@ import { aggregatePass, type PreparedAggregate, prepareAggregate } from './group
 import { type AssignmentReport, assignOneToOne } from './assign.js'
 import { CompileError, ExprCompiler } from '../plan/compile.js'
 import type { MatchBuilder } from '../explain/evidence.js'
-import { type ConjunctChecks, type NearMisses, nearMisses, partitionedJoin } from './hashpass.js'
-import { bandCandidates, conjunctChecks, PairList } from './join.js'
+import { type BandEvidence, type BandReport, bandJoin } from './bandpass.js'
+import { type ConjunctChecks, conjunctChecks, noChecks } from './checks.js'
+import { type NearMisses, nearMisses, partitionedJoin } from './hashpass.js'
+import { type CompiledBand, compileBand, PairList } from './join.js'
 import { keyEquality, keyHashes } from './keys.js'
 import { type PartitionedSide, partitionBits, partitionSide } from './partition.js'
 import { PARALLEL_MIN_ROWS, partitionHelper } from './partition-helper.js'
@@ -76,6 +78,8 @@ export interface PreparedPass {
   space: PassSpace
   compiler: ExprCompiler
   checks: ConjunctChecks
+  /** Band options of a pass without keys, compiled; which one runs is chosen on the data. */
+  bands: CompiledBand[]
   scorer: PairScorer
   aggregate?: PreparedAggregate
   /** A 1:1 pass's `prefer`: the order in which its ties are resolved. */
@@ -97,8 +101,8 @@ export interface PassEvidence {
     leftFree: Uint8Array
     rightFree: Uint8Array
   }
-  /** Band passes: probed again after the last pass, among the records still unmatched. */
-  band?: PreparedPass
+  /** Band passes: the band used, the candidates and the near misses the join found. */
+  band?: { pass: PreparedPass; join: BandEvidence; report: BandReport }
   /** Aggregate passes: how often the bounded group search met its limits. */
   search?: SearchBounds
   /** 1:1 passes: what assignment did (components, exact or best-first). */
@@ -119,11 +123,17 @@ export function preparePass(
   tables: { l: Table; r: Table },
   compared: ComparedColumns = {},
   external?: { schemas: { l: ColumnInfo[]; r: ColumnInfo[] } },
-  /** Partition the left side on the helper thread when it is large enough (partition-helper.ts). */
-  parallel = true,
-  /** The run's lookup tables, indexed once for every pass. */
-  lookups?: LookupSet,
+  opts: {
+    /** Partition the left side on the helper thread when it is large enough (partition-helper.ts). */
+    parallel?: boolean
+    /** Check cheap conjuncts first and keep similarity for the score (checks.ts); false only for tests. */
+    cheapFirst?: boolean
+    /** The run's lookup tables, indexed once for every pass. */
+    lookups?: LookupSet
+  } = {},
 ): PreparedPass {
+  const parallel = opts.parallel !== false
+  const lookups = opts.lookups
   const schemas = {
     ...(external?.schemas ?? { l: tables.l.columns, r: tables.r.columns }),
     ...(lookups ? { lookups: lookups.schemas } : {}),
@@ -134,7 +144,7 @@ export function preparePass(
   checker.check(expr)
   if (checker.issues.length) throw new CompileError(checker.issues[0].message, expr)
   const plan = planPass(expr, when, (side, c) => schemas[side].find((x) => x.name === c)?.type)
-  if (!plan.keys.length && !plan.band)
+  if (!plan.keys.length && !plan.bands.length)
     throw new Error(`pass "${pass.name}" has no usable join: add an equality or a range between l and r columns`)
   const scored = scoredPairs(plan, compared)
   const aggregateReads = pass.aggregate ? aggregateExprs(pass.aggregate) : []
@@ -172,7 +182,8 @@ export function preparePass(
     plan,
     space,
     compiler,
-    checks: external ? { failed: () => 0, checked: [], total: plan.conjuncts.length } : conjunctChecks(plan, compiler),
+    checks: external ? noChecks(plan.conjuncts.length) : conjunctChecks(plan, compiler, opts.cheapFirst !== false),
+    bands: external || plan.keys.length ? [] : plan.bands.map((b) => compileBand(b, compiler)),
     scorer,
     aggregate,
     prefer,
@@ -243,14 +254,6 @@ function spaceFree(free: Uint8Array, rows: Int32Array | null): Uint8Array {
   return out
 }
 
-function freePositions(free: Uint8Array): Int32Array {
-  let n = 0
-  for (let i = 0; i < free.length; i++) n += free[i]
-  const rows = new Int32Array(n)
-  for (let i = 0, k = 0; i < free.length; i++) if (free[i]) rows[k++] = i
-  return rows
-}
-
 /**
  * Runs a prepared pass on the free records: finds candidates, assigns matches (1:1) or groups
  * (1:N, N:1, N:M), emits them in input rows and marks those records taken. Returns what the pass
@@ -267,8 +270,12 @@ export function runPass(
   const { space } = p
   const lf = spaceFree(leftFree, space.leftRows)
   const rf = spaceFree(rightFree, space.rightRows)
-  const pairs = external ?? new PairList(lf.length)
-  const push = (i: number, j: number) => pairs.push(i, j)
+  // a 1:1 pass keeps each candidate's similarity with it, for its score
+  const kept = external || p.pass.pattern !== '1:1' ? null : p.checks.kept
+  const pairs = external ?? new PairList(lf.length, kept !== null)
+  const push = kept
+    ? (i: number, j: number) => pairs.pushValue(i, j, kept())
+    : (i: number, j: number) => pairs.push(i, j)
   let evidence: PassEvidence
   if (external) evidence = { index: p.index }
   else if (space.partitioned) {
@@ -281,9 +288,8 @@ export function runPass(
       near: { ...near, leftRows: left.rows, rightRows: right.rows, leftFree: lf, rightFree: rf },
     }
   } else {
-    const failed = p.checks.failed
-    bandCandidates(p.plan, p.compiler, freePositions(lf), freePositions(rf), (i, j) => failed(i, j) === 0, push)
-    evidence = { index: p.index, band: p }
+    const join = bandJoin(p.bands, p.checks, lf, rf, push)
+    evidence = { index: p.index, band: { pass: p, join: join.evidence, report: join.report } }
   }
   const toLeft = space.leftRows
   const toRight = space.rightRows
@@ -294,7 +300,7 @@ export function runPass(
     for (let n = 0; n < r.length; n++) rightFree[rightRow(r[n])] = 0
   }
   const rowsOf = (positions: number[], map: (k: number) => number) => positions.map(map).sort((a, b) => a - b)
-  const s = p.scorer
+  const s = pairs.values ? p.scorer.reusing(pairs.valueOf()) : p.scorer
   const sink = {
     pair: (i: number, j: number, score: number, ambiguous: boolean, amount: number, days: number) => {
       leftFree[leftRow(i)] = 0
@@ -354,8 +360,5 @@ export function collectCandidates(
     // near misses are not wanted here, but the join keeps them as it goes
     const near = { left: nearMisses(left.rows.length, total), right: nearMisses(right.rows.length, total) }
     partitionedJoin(left, right, equal, p.checks, lf, rf, near.left, near.right, emit)
-  } else {
-    const failed = p.checks.failed
-    bandCandidates(p.plan, p.compiler, freePositions(lf), freePositions(rf), (i, j) => failed(i, j) === 0, emit)
-  }
+  } else bandJoin(p.bands, p.checks, lf, rf, emit)
 }

@@ -24,12 +24,38 @@ export interface PairScorer {
   pairAmountDelta(i: number, j: number): number
   /** Right date minus left date in days (first record of each side), or NaN. */
   days(i: number, j: number): number
+  /**
+   * The same scorer, taking a pair's similarity from `kept` (what its candidate check computed)
+   * instead of computing it again; NaN from `kept` means not kept, and it is computed.
+   */
+  reusing(kept: (i: number, j: number) => number): PairScorer
 }
 
 /** What a pass scores by: its plan's pairs, or those the recipe's other passes compare. */
 export type ScoredPairs = Pick<PassPlan, 'amount' | 'date'> & { similarity?: SimilarityPair }
 
 export function scorer(plan: ScoredPairs, compiler: ExprCompiler): PairScorer {
+  const readers = compileReaders(plan, compiler)
+  const computed = (i: number, j: number): number | null => {
+    const a = readers.nameL!(i)
+    const b = readers.nameR!(j)
+    return a === null || b === null ? null : trigramSimilarity(a, b)
+  }
+  return scorerWith(readers, readers.nameL ? computed : null)
+}
+
+interface Readers {
+  amountL?: Reader<number>
+  amountR?: Reader<number>
+  amountScale: number
+  dateL?: Reader<number>
+  dateR?: Reader<number>
+  dateUnit: number
+  nameL?: Reader<string>
+  nameR?: Reader<string>
+}
+
+function compileReaders(plan: ScoredPairs, compiler: ExprCompiler): Readers {
   let amountL: Reader<number> | undefined
   let amountR: Reader<number> | undefined
   let amountScale = 0
@@ -55,6 +81,12 @@ export function scorer(plan: ScoredPairs, compiler: ExprCompiler): PairScorer {
     nameL = compiler.build('i', compiler.compile(s.left ?? col('l', s.l)).code)
     nameR = compiler.build('j', compiler.compile(s.right ?? col('r', s.r)).code)
   }
+  return { amountL, amountR, amountScale, dateL, dateR, dateUnit, nameL, nameR }
+}
+
+/** The scorer over compiled readers; `similarity` gives a pair's name similarity (null: a NULL name). */
+function scorerWith(readers: Readers, similarity: ((i: number, j: number) => number | null) | null): PairScorer {
+  const { amountL, amountR, amountScale, dateL, dateR, dateUnit } = readers
   const amountUnit = amountScale < 0 ? 0.01 : 1
 
   // Closeness decays smoothly and never saturates: two candidates that are both far off still
@@ -78,11 +110,10 @@ export function scorer(plan: ScoredPairs, compiler: ExprCompiler): PairScorer {
         parts++
       }
     }
-    if (nameL && nameR) {
-      const a = nameL(i)
-      const b = nameR(j)
-      if (a !== null && b !== null) {
-        total += trigramSimilarity(a, b)
+    if (similarity) {
+      const v = similarity(i, j)
+      if (v !== null) {
+        total += v
         parts++
       }
     }
@@ -122,5 +153,14 @@ export function scorer(plan: ScoredPairs, compiler: ExprCompiler): PairScorer {
     return Math.round(((b - a) / dateUnit) * 1000) / 1000
   }
 
-  return { score, likeness, amountScale, amountDelta, pairAmountDelta, days }
+  const reusing = (kept: (i: number, j: number) => number): PairScorer => {
+    if (!similarity) return scorer
+    const computed = similarity
+    return scorerWith(readers, (i, j) => {
+      const v = kept(i, j)
+      return Number.isNaN(v) ? computed(i, j) : v
+    })
+  }
+  const scorer: PairScorer = { score, likeness, amountScale, amountDelta, pairAmountDelta, days, reusing }
+  return scorer
 }

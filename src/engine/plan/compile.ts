@@ -134,6 +134,8 @@ export class ExprCompiler {
   private readonly bindings = new Map<string, Binding>()
   private readonly checker: TypeChecker
   private counter = 0
+  /** Call nodes whose value the generated code also stores in a cell (`keep`). */
+  private readonly kept = new Map<Expr, string>()
 
   constructor(
     schemas: Schemas,
@@ -179,6 +181,19 @@ export class ExprCompiler {
     if (col.valid === null) return { code: read, type }
     const valid = this.bind(`${side}.${name}:n`, () => col.valid)
     return { code: `(${valid}[${row}] === 0 ? null : ${read})`, type }
+  }
+
+  /**
+   * Makes the code generated from now on for the call `e` also store its value in the returned
+   * cell, so a value computed by one check (a pair's similarity) can be read back, not recomputed.
+   */
+  keep(e: Expr): { v: number | null } {
+    const cell = { v: null as number | null }
+    this.kept.set(
+      e,
+      this.bind(`keep:${this.counter}`, () => cell),
+    )
+    return cell
   }
 
   /** Code for `e`, converted to `target` when given (decimal rescaling, date → timestamp, number → float). */
@@ -399,8 +414,11 @@ export class ExprCompiler {
         return { code: `H.regexpReplace(${arg(0)}, ${re}, ${arg(2)})`, type }
       }
       case 'similarity':
-      case 'levenshtein':
-        return { code: `H.${e.name}(${arg(0)}, ${arg(1)})`, type }
+      case 'levenshtein': {
+        const code = `H.${e.name}(${arg(0)}, ${arg(1)})`
+        const cell = this.kept.get(e)
+        return { code: cell ? `(${cell}.v = ${code})` : code, type }
+      }
       case 'jaro_winkler':
         return { code: `H.jaroWinkler(${arg(0)}, ${arg(1)})`, type }
       case 'shares_token':

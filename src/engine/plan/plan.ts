@@ -1,12 +1,17 @@
 // The planner: a pass's predicate, split at its top-level ANDs, becomes
 //   hash keys  equalities between an l-only and an r-only expression (UPPER(TRIM(l.ref)) = r.ref)
-//   a band     when there is no key: a range between one plain column of one side and
-//              expressions of the other (r.date BETWEEN l.date - 3 AND l.date, ABS(l.a - r.b) <= 0.01)
+//   bands      when there is no key: every range between one plain column of one side and
+//              expressions of the other (r.date BETWEEN l.date - 3 AND l.date, ABS(l.a - r.b) <= 0.01,
+//              ABS(l.a - r.b) <= 0.1 * ABS(l.a), r.b BETWEEN l.a * 0.9 AND l.a * 1.1), one option per
+//              column; the run joins on the option with the fewest estimated pairs on the data
+//              (match/band-choice.ts)
 //   residuals  every other conjunct, checked on candidate pairs
-// Conjuncts used for the band are also kept as residuals, so the band only prunes and the
-// answer never depends on how candidates were found.
+// Conjuncts used for a band are also kept as residuals, so a band only prunes and the answer
+// never depends on how candidates were found. Each conjunct has a cost (cost.ts): candidate
+// checks run the cheap ones first.
 
 import type { CompareOp, Expr, Side } from '../../language/predicate.js'
+import { conjunctCost } from './cost.js'
 
 export interface Conjunct {
   /** Position among the pass's conjuncts, as written. */
@@ -14,6 +19,8 @@ export interface Conjunct {
   expr: Expr
   /** The conjunct's text in the pass's `when`, for explain and evidence. */
   text: string
+  /** Rough cost of checking it on one pair (cost.ts): similarity() is dear, a comparison cheap. */
+  cost: number
 }
 
 export interface KeyPair {
@@ -25,7 +32,7 @@ export interface KeyPair {
 }
 
 export interface Band {
-  /** The plain column that is sorted and searched. */
+  /** The plain column that is sorted and searched; the bounds read only the other (probe) side. */
   side: Side
   column: string
   /** Bounds, expressions over the other side; a missing bound is open. */
@@ -39,7 +46,8 @@ export interface Band {
 export interface PassPlan {
   conjuncts: Conjunct[]
   keys: KeyPair[]
-  band?: Band
+  /** Band options of a pass without keys, one per column, in the order written. */
+  bands: Band[]
   residuals: Conjunct[]
   /** Pairs of columns compared in the predicate, for deltas and scores. */
   amount?: { l: string; r: string }
@@ -58,6 +66,8 @@ export interface SimilarityPair {
   r: string
   left?: Expr
   right?: Expr
+  /** The `similarity(left, right)` call itself: its value, computed by a candidate check, is kept for the score. */
+  call?: Expr
 }
 
 export function sidesOf(e: Expr, out: Set<Side> = new Set()): Set<Side> {
@@ -116,6 +126,7 @@ export function planPass(
     index,
     expr,
     text: when.slice(expr.pos.start, expr.pos.end).trim() || when,
+    cost: conjunctCost(expr),
   }))
   const keys: KeyPair[] = []
   const rest: Conjunct[] = []
@@ -133,8 +144,7 @@ export function planPass(
     }
     rest.push(c)
   }
-  const plan: PassPlan = { conjuncts, keys, residuals: rest }
-  if (keys.length === 0) plan.band = chooseBand(rest)
+  const plan: PassPlan = { conjuncts, keys, bands: keys.length === 0 ? bandOptions(rest) : [], residuals: rest }
   describePairs(conjuncts, plan, types)
   return plan
 }
@@ -181,27 +191,38 @@ function rangesOf(c: Conjunct): RangeBound[] {
         out.push({ side: col.side, column: col.name, lo: bound, loStrict: strict, hiStrict: false, text: c.text })
       else out.push({ side: col.side, column: col.name, hi: bound, hiStrict: strict, loStrict: false, text: c.text })
     }
-    // ABS(a - b) <= t with a, b on opposite sides: b within [a - t, a + t]
-    const abs = e.left.kind === 'call' && e.left.name === 'abs' ? e.left : undefined
-    if (abs && (e.op === '<=' || e.op === '<') && sidesOf(e.right).size === 0) {
+    // ABS(a - b) <= t (or t >= ABS(a - b)), a and b on opposite sides: b within [a - t, a + t]
+    for (const [abs, op, t] of pairs) {
+      if (abs.kind !== 'call' || abs.name !== 'abs' || (op !== '<=' && op !== '<')) continue
       const diff = abs.args[0]
       if (diff.kind === 'arith' && diff.op === '-')
-        out.push(...toleranceBand(diff.left, diff.right, e.right, e.op === '<', c.text))
+        out.push(...toleranceBand(diff.left, diff.right, t, op === '<', c.text))
     }
   }
-  if (e.kind === 'call' && e.name === 'tolerance_match' && sidesOf(e.args[2]).size === 0) {
+  if (e.kind === 'call' && e.name === 'tolerance_match') {
     out.push(...toleranceBand(e.args[0], e.args[1], e.args[2], false, c.text))
   }
   return out
 }
 
+/**
+ * `|a - b| <= t` as a band: the plain column of one side within [center - t, center + t], where
+ * the center and the tolerance read only the other side (the probe). The tolerance may be a
+ * constant or relative to the probe's own value (`0.1 * ABS(l.a)`): then only the other side's
+ * column can be sorted. A negative or NULL tolerance gives an empty range, as the predicate
+ * accepts no pair then.
+ */
 function toleranceBand(a: Expr, b: Expr, t: Expr, strict: boolean, text: string): RangeBound[] {
   const pos = t.pos
+  const tSides = sidesOf(t)
+  if (tSides.size > 1) return []
   for (const [col, center] of [
     [b, a],
     [a, b],
   ] as const) {
-    if (col.kind === 'column' && only(center, col.side === 'l' ? 'r' : 'l')) {
+    if (col.kind !== 'column') continue
+    const probe = col.side === 'l' ? 'r' : 'l'
+    if (only(center, probe) && (tSides.size === 0 || tSides.has(probe))) {
       return [
         {
           side: col.side,
@@ -222,8 +243,8 @@ function flip(op: CompareOp): CompareOp {
   return op === '<' ? '>' : op === '<=' ? '>=' : op === '>' ? '<' : op === '>=' ? '<=' : op
 }
 
-/** The first column, in the order written, with both bounds (a closed band); otherwise the first bounded one. */
-function chooseBand(conjuncts: Conjunct[]): Band | undefined {
+/** Every column with a range, in the order written: a column's first lower and first upper bound. */
+function bandOptions(conjuncts: Conjunct[]): Band[] {
   const byColumn = new Map<string, Band>()
   for (const c of conjuncts) {
     for (const r of rangesOf(c)) {
@@ -241,8 +262,15 @@ function chooseBand(conjuncts: Conjunct[]): Band | undefined {
       byColumn.set(key, band)
     }
   }
-  const bands = [...byColumn.values()]
-  return bands.find((b) => b.lo && b.hi) ?? bands[0]
+  return [...byColumn.values()]
+}
+
+/**
+ * The band to use without looking at data (the PostgreSQL engine's evidence join): the first
+ * closed one written, else the first.
+ */
+export function firstClosedBand(plan: PassPlan): Band | undefined {
+  return plan.bands.find((b) => b.lo && b.hi) ?? plan.bands[0]
 }
 
 /** Finds which l/r column pairs the predicate compares, by type: amounts, dates, names. */
@@ -286,7 +314,8 @@ function similarityCall(e: Expr): SimilarityPair | undefined {
     if (pair) {
       const l = referencedColumns([pair[0]]).l.values().next().value
       const r = referencedColumns([pair[1]]).r.values().next().value
-      if (l !== undefined && r !== undefined) return { l, r, left: pair[0], right: pair[1] }
+      if (l !== undefined && r !== undefined)
+        return { l, r, left: pair[0], right: pair[1], ...(e.name === 'similarity' ? { call: e } : {}) }
     }
   }
   for (const v of Object.values(e)) {

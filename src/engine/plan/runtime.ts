@@ -113,8 +113,15 @@ function truncDays(unit: string, days: number): number {
   }
 }
 
+/**
+ * How many trigram similarities have been computed, process-wide: a test holds the engine to
+ * computing one per pair that needs it (candidate checks, scores and evidence share it).
+ */
+export const similarityComputed = { count: 0 }
+
 /** pg_trgm's similarity: shared trigrams over the union, words padded with two leading and one trailing space. */
 export function trigramSimilarity(a: string, b: string): number {
+  similarityComputed.count++
   const ta = trigrams(a)
   const tb = trigrams(b)
   if (ta.size === 0 && tb.size === 0) return 0

@@ -69,7 +69,7 @@ export function blockingJoin(
   const expr = parsePredicate(rule)
   if (tokenRule(expr)) return 'token'
   const plan = planPass(expr, rule, types)
-  return plan.keys.length ? 'hash' : plan.band ? 'band' : undefined
+  return plan.keys.length ? 'hash' : plan.bands.length ? 'band' : undefined
 }
 
 /**
@@ -106,15 +106,10 @@ export function blockedPairs(
       earlier.push((i, j) => join.holds(i, j))
       report = { rule, join: 'token', pairs: 0, capped_tokens: join.capped }
     } else {
-      const p = preparePass(
-        -1,
-        { name: `block_${n + 1}`, pattern: '1:1', when: rule },
-        tables,
-        {},
-        undefined,
+      const p = preparePass(-1, { name: `block_${n + 1}`, pattern: '1:1', when: rule }, tables, {}, undefined, {
         parallel,
         lookups,
-      )
+      })
       collectCandidates(p, leftFree, rightFree, (i, j) => {
         if (isNew(i, j)) pairs.push(i, j)
       })

@@ -14,7 +14,7 @@ import { ExprCompiler } from '../../plan/compile.js'
 import { type Conjunct, planPass } from '../../plan/plan.js'
 import { assignOneToOne } from '../assign.js'
 import { pairOrder } from '../prefer.js'
-import type { ConjunctChecks, NearMisses } from '../hashpass.js'
+import type { NearMisses } from '../hashpass.js'
 import { nearMisses } from '../hashpass.js'
 import { PairList } from '../join.js'
 import type { ComparedColumns, PassEvidence } from '../pass.js'
@@ -273,7 +273,7 @@ function keepNearest(
   other: number,
   failed: number,
   weight: number,
-  checks: ConjunctChecks,
+  checks: ConditionBits,
 ): void {
   let missed = 1
   for (let x = failed; x !== 0; x &= x - 1) missed++
@@ -286,23 +286,23 @@ function keepNearest(
 }
 
 /** `when`'s conjuncts, all checked on every candidate (a probabilistic pass joins on none of them). */
+/** Which conjunct each bit of a failure mask stands for (checked[b] for bit b). */
+interface ConditionBits {
+  checked: number[]
+}
+
 function conditionChecks(
   pass: RecipePass,
   compiler: ExprCompiler,
   tables: { l: Table; r: Table },
-): { conjuncts: Conjunct[]; checks: ConjunctChecks; failed: (i: number, j: number) => number } {
+): { conjuncts: Conjunct[]; checks: ConditionBits; failed: (i: number, j: number) => number } {
   const conjuncts = pass.when
     ? planPass(parsePredicate(pass.when), pass.when, (side, c) => tables[side].columns.find((x) => x.name === c)?.type)
         .conjuncts
     : []
   if (conjuncts.length > 30) throw new Error(`pass "${pass.name}": "when" has more than 30 conjuncts`)
-  const total = conjuncts.length + 1
   // bit b = conjunct b; the bit after them is the probability's
-  const checks: ConjunctChecks = {
-    failed: () => 0,
-    checked: [...conjuncts.map((c) => c.index), conjuncts.length],
-    total,
-  }
+  const checks: ConditionBits = { checked: [...conjuncts.map((c) => c.index), conjuncts.length] }
   if (!conjuncts.length) return { conjuncts, checks, failed: () => 0 }
   const terms = conjuncts.map((c, b) => `(${compiler.compile(c.expr).code} === true ? 0 : ${2 ** b})`)
   const failed = compiler.build<(i: number, j: number) => number>('i, j', terms.join(' | '))

@@ -1,0 +1,117 @@
+// A pass without equality keys: the band chosen on the data (band-choice.ts), each pair in it
+// checked cheap conjuncts first, stopping at the first that fails; costly conjuncts (a
+// similarity()) only for the pairs that pass every cheap one.
+//
+// The nearest miss of a record the pass leaves unmatched (nearmiss.ts) is the pair failing the
+// fewest conjuncts, the first found on a tie, among
+//   1. every pair of records free at the pass that passes its cheap conjuncts: the join checked
+//      their costly conjuncts anyway, so it keeps their nearest misses as it goes, and nothing is
+//      computed twice (a candidate, passing everything, is the nearest miss there can be);
+//   2. then the first 32 other pairs of its band (failing a cheap conjunct, or with a record
+//      taken before the pass), probed after the last pass for the unmatched records only, a
+//      pair's costly conjuncts checked only when it could become the nearest miss.
+// Most pairs a band visits fail a cheap conjunct, so asking for their exact count of failures
+// (as for every pair a hash key joins) would cost a similarity per pair for every record, while
+// only the unmatched ones need explaining: measured on 45,000 unkeyed transfers, the join's
+// 1.8M similarity checks would have doubled. Both parts depend only on the full masks, never on
+// the order of evaluation: test/check-order.test.ts holds them to the unordered evaluation.
+
+import { type BandEstimate, chooseBand } from './band-choice.js'
+import type { ConjunctChecks } from './checks.js'
+import { CANDIDATES_PER_RECORD, improves, keepNearest, type NearMisses, nearMisses, record } from './hashpass.js'
+import { bandPairs, type CompiledBand } from './join.js'
+
+/** What a band pass reports: the band it used, its estimate and what it found. */
+export interface BandReport {
+  /** The band column used, as `side.column`. */
+  column: string
+  estimated_pairs: number
+  /** Pairs within the band, each checked. */
+  pairs: number
+  /** Pairs that satisfied every conjunct. */
+  candidates: number
+  /** Every band option with its estimate (the chosen one included). */
+  options: BandEstimate[]
+}
+
+/** What a band join leaves for the evidence of unmatched records. */
+export interface BandEvidence {
+  chosen: CompiledBand
+  /** Nearest misses among the pairs passing the cheap conjuncts, by row. */
+  near: { left: NearMisses; right: NearMisses }
+  /** Free flags by row when the pass began. */
+  freeBefore: { left: Uint8Array; right: Uint8Array }
+}
+
+/** Finds the candidates of a band pass among the free records, and the join's part of their nearest misses. */
+export function bandJoin(
+  options: CompiledBand[],
+  checks: ConjunctChecks,
+  leftFree: Uint8Array,
+  rightFree: Uint8Array,
+  onCandidate: (i: number, j: number) => void,
+): { evidence: BandEvidence; report: BandReport } {
+  const leftRows = freeRows(leftFree)
+  const rightRows = freeRows(rightFree)
+  const { chosen, estimates } = chooseBand(options, leftRows, rightRows)
+  const { cheapHolds, costly } = checks
+  const left = nearMisses(leftFree.length, checks.total)
+  const right = nearMisses(rightFree.length, checks.total)
+  let candidates = 0
+  const pairs = bandPairs(chosen, leftRows, rightRows, (i, j) => {
+    if (!cheapHolds(i, j)) return true
+    const failed = costly === null ? 0 : costly(i, j)
+    if (failed === 0) {
+      candidates++
+      onCandidate(i, j)
+    }
+    keepNearest(left, i, j, failed, checks)
+    keepNearest(right, j, i, failed, checks)
+    return true
+  })
+  const estimate = estimates.find((e) => e.column === chosen.name)!.estimated_pairs
+  return {
+    evidence: { chosen, near: { left, right }, freeBefore: { left: leftFree.slice(), right: rightFree.slice() } },
+    report: { column: chosen.name, estimated_pairs: estimate, pairs, candidates, options: estimates },
+  }
+}
+
+/**
+ * Completes the nearest misses of one side's unmatched records (`unmatched`: flags by row) after
+ * the last pass with the pairs the join did not account for (see the top of this file).
+ */
+export function completeNearMisses(
+  side: 'l' | 'r',
+  evidence: BandEvidence,
+  checks: ConjunctChecks,
+  unmatched: Uint8Array,
+): NearMisses {
+  const near = side === 'l' ? evidence.near.left : evidence.near.right
+  const otherFree = side === 'l' ? evidence.freeBefore.right : evidence.freeBefore.left
+  const ownRows = freeRows(unmatched)
+  if (ownRows.length === 0) return near
+  const otherRows = new Int32Array(otherFree.length)
+  for (let k = 0; k < otherRows.length; k++) otherRows[k] = k
+  const { cheapHolds, cheap, costly, lazy } = checks
+  // whether the unmatched record is the probe: then its search can end once it has its fill
+  const ownProbes = evidence.chosen.band.side !== side
+  const visit = (own: number, other: number, i: number, j: number): boolean => {
+    if (near.seen[own] >= CANDIDATES_PER_RECORD || near.missed[own] === 1) return !ownProbes
+    if (otherFree[other] === 1 && cheapHolds(i, j)) return true // the join's part
+    let failed = cheap(i, j)
+    if (costly !== null && (!lazy || improves(near, own, failed))) failed |= costly(i, j)
+    record(near, own, other, failed, checks)
+    return true
+  }
+  if (side === 'l') bandPairs(evidence.chosen, ownRows, otherRows, (i, j) => visit(i, j, i, j))
+  else bandPairs(evidence.chosen, otherRows, ownRows, (i, j) => visit(j, i, i, j))
+  return near
+}
+
+function freeRows(free: Uint8Array): Int32Array {
+  let n = 0
+  for (let i = 0; i < free.length; i++) n += free[i]
+  const rows = new Int32Array(n)
+  for (let i = 0, k = 0; i < free.length; i++) if (free[i]) rows[k++] = i
+  return rows
+}
