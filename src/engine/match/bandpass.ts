@@ -17,6 +17,7 @@
 // the order of evaluation: test/check-order.test.ts holds them to the unordered evaluation.
 
 import { type BandEstimate, chooseBand } from './band-choice.js'
+import { COSTLY, conjunctCost } from '../plan/cost.js'
 import type { ConjunctChecks } from './checks.js'
 import { CANDIDATES_PER_RECORD, improves, keepNearest, type NearMisses, nearMisses, record } from './hashpass.js'
 import { bandPairs, type CompiledBand } from './join.js'
@@ -26,7 +27,7 @@ export interface BandReport {
   /** The band column used, as `side.column`. */
   column: string
   estimated_pairs: number
-  /** Pairs within the band, each checked. */
+  /** Pairs within the band (and the other cheap bands on its side), each checked. */
   pairs: number
   /** Pairs that satisfied every conjunct. */
   candidates: number
@@ -58,17 +59,31 @@ export function bandJoin(
   const left = nearMisses(leftFree.length, checks.total)
   const right = nearMisses(rightFree.length, checks.total)
   let candidates = 0
-  const pairs = bandPairs(chosen, leftRows, rightRows, (i, j) => {
-    if (!cheapHolds(i, j)) return true
-    const failed = costly === null ? 0 : costly(i, j)
-    if (failed === 0) {
-      candidates++
-      onCandidate(i, j)
-    }
-    keepNearest(left, i, j, failed, checks)
-    keepNearest(right, j, i, failed, checks)
-    return true
-  })
+  // pairs outside another band on the chosen band's side fail its conjunct, a cheap one: the scan
+  // skips them without a check (bandPairs' `within`), to the same result
+  const within = options.filter(
+    (o) =>
+      o !== chosen &&
+      o.band.side === chosen.band.side &&
+      (o.band.lo ? conjunctCost(o.band.lo) : 0) + (o.band.hi ? conjunctCost(o.band.hi) : 0) < COSTLY,
+  )
+  const pairs = bandPairs(
+    chosen,
+    leftRows,
+    rightRows,
+    (i, j) => {
+      if (!cheapHolds(i, j)) return true
+      const failed = costly === null ? 0 : costly(i, j)
+      if (failed === 0) {
+        candidates++
+        onCandidate(i, j)
+      }
+      keepNearest(left, i, j, failed, checks)
+      keepNearest(right, j, i, failed, checks)
+      return true
+    },
+    within,
+  )
   const estimate = estimates.find((e) => e.column === chosen.name)!.estimated_pairs
   return {
     evidence: { chosen, near: { left, right }, freeBefore: { left: leftFree.slice(), right: rightFree.slice() } },

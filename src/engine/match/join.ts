@@ -151,38 +151,82 @@ export function probeBounds(b: CompiledBand, row: number): [number, number] | nu
 /**
  * Visits every (left, right) pair of the listed rows within the band: `visit` is called with the
  * pair in left, right order and returns false to end the current probe record's search. Returns
- * the number of pairs visited.
+ * the number of pairs within the band (what band-choice.ts estimates), visited or not.
+ *
+ * `within`: other bands on the same sorted side (an amount band beside a date window). Their
+ * columns are laid out in the band's sorted order, so a pair outside one is skipped by a compare
+ * in the scan loop, not by a call per pair: a 21-day window holds thousands of records at a
+ * million rows, the amount band within it a few dozen. Only for callers to whom a pair outside
+ * them is no pair at all (their conjuncts are checked on every pair visited; bounds err wide).
  */
 export function bandPairs(
   b: CompiledBand,
   leftRows: Int32Array,
   rightRows: Int32Array,
   visit: (i: number, j: number) => boolean,
+  within: CompiledBand[] = [],
 ): number {
   const sortedRight = b.band.side === 'r'
   const { keys, ids } = sortedBand(b, sortedRight ? rightRows : leftRows)
   const probeRows = sortedRight ? leftRows : rightRows
   const count = keys.length
+  // the other bands' columns in this band's order (NULL: NaN, outside every range)
+  const filters = within.map((f) => {
+    const values = new Float64Array(count)
+    for (let n = 0; n < count; n++) values[n] = f.value(ids[n]) ?? Number.NaN
+    return { band: f, values }
+  })
+  // without filters, the pairs visited (a visit may end a probe's search); with, those in the band
   let visited = 0
+  let inBand = 0
   for (let m = 0; m < probeRows.length; m++) {
     const p = probeRows[m]
     const bounds = probeBounds(b, p)
     if (bounds === null) continue
     const high = bounds[1]
-    let n = lowerBound(keys, bounds[0])
-    if (sortedRight) {
-      for (; n < count && keys[n] <= high; n++) {
+    const start = lowerBound(keys, bounds[0])
+    let end = start
+    while (end < count && keys[end] <= high) end++
+    if (filters.length === 0) {
+      for (let n = start; n < end; n++) {
         visited++
-        if (!visit(p, ids[n])) break
+        if (!(sortedRight ? visit(p, ids[n]) : visit(ids[n], p))) break
       }
-    } else {
-      for (; n < count && keys[n] <= high; n++) {
-        visited++
-        if (!visit(ids[n], p)) break
-      }
+      continue
+    }
+    inBand += end - start
+    if (filters.length === 1) {
+      const f = probeBounds(filters[0].band, p)
+      if (f !== null) scanWithin(filters[0].values, f[0], f[1], start, end, ids, p, sortedRight, visit)
+      continue
+    }
+    const ranges = filters.map((f) => probeBounds(f.band, p))
+    if (ranges.some((r) => r === null)) continue
+    for (let n = start; n < end; n++) {
+      if (filters.some((f, x) => !(f.values[n] >= ranges[x]![0] && f.values[n] <= ranges[x]![1]))) continue
+      if (!(sortedRight ? visit(p, ids[n]) : visit(ids[n], p))) break
     }
   }
-  return visited
+  return filters.length ? inBand : visited
+}
+
+/** The scan of one probe's range with one other band: a compare per pair in a tight loop. */
+function scanWithin(
+  values: Float64Array,
+  low: number,
+  high: number,
+  start: number,
+  end: number,
+  ids: Int32Array,
+  p: number,
+  sortedRight: boolean,
+  visit: (i: number, j: number) => boolean,
+): void {
+  for (let n = start; n < end; n++) {
+    const v = values[n]
+    if (!(v >= low && v <= high)) continue
+    if (!(sortedRight ? visit(p, ids[n]) : visit(ids[n], p))) break
+  }
 }
 
 export function lowerBound(a: Float64Array, v: number): number {

@@ -31,6 +31,19 @@ export const FUZZY_TOKEN = 0.9
 
 const CACHE_BITS = 18
 
+/** A letter's bit (A-Z: 0-25); digits share bits 26-29, anything else bit 30: a superset, never fewer. */
+function letterBit(c: number): number {
+  if (c >= 65 && c <= 90) return 1 << (c - 65)
+  if (c >= 48 && c <= 57) return 1 << (26 + ((c - 48) & 3))
+  return 1 << 30
+}
+
+function bitCount(x: number): number {
+  x = x - ((x >>> 1) & 0x55555555)
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333)
+  return (Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24) & 63
+}
+
 export class TextMeasures {
   private readonly weight: Float64Array
   private bestX = new Float64Array(16)
@@ -40,6 +53,8 @@ export class TextMeasures {
   private readonly tokenStart: Int32Array
   private readonly tokenLength: Int32Array
   private readonly tokenFirst: Uint16Array
+  /** Which letters each token holds (bit c - 'A'; digits, and anything else, share bits). */
+  private readonly tokenLetters: Int32Array
   private readonly cacheA = new Int32Array(1 << CACHE_BITS).fill(-1)
   private readonly cacheB = new Int32Array(1 << CACHE_BITS).fill(-1)
   private readonly cacheS = new Float64Array(1 << CACHE_BITS)
@@ -56,9 +71,13 @@ export class TextMeasures {
     this.tokenStart = Int32Array.from(vocabulary.start)
     this.tokenLength = new Int32Array(n)
     this.tokenFirst = new Uint16Array(n)
+    this.tokenLetters = new Int32Array(n)
     for (let t = 0; t < n; t++) {
       this.tokenLength[t] = vocabulary.start[t + 1] - vocabulary.start[t]
       this.tokenFirst[t] = vocabulary.codes[vocabulary.start[t]]
+      let letters = 0
+      for (let k = vocabulary.start[t]; k < vocabulary.start[t + 1]; k++) letters |= letterBit(vocabulary.codes[k])
+      this.tokenLetters[t] = letters
     }
   }
 
@@ -183,8 +202,7 @@ export class TextMeasures {
           }
           continue
         }
-        // Jaro–Winkler >= 0.9 needs Jaro >= 0.83, out of reach when one token is twice the other
-        if (tl > 2 * ul || ul > 2 * tl) continue
+        if (!this.mayBeAlike(t, u, tl, ul)) continue
         const s = this.fuzzy(t, u)
         if (s > bestX[x]) bestX[x] = s
         if (s > bestY[y]) bestY[y] = s
@@ -206,6 +224,20 @@ export class TextMeasures {
       matchedY += w[u] * bestY[y]
     }
     return Math.max(totalX > 0 ? matchedX / totalX : 0, totalY > 0 ? matchedY / totalY : 0)
+  }
+
+  /**
+   * Whether two tokens can reach Jaro–Winkler FUZZY_TOKEN at all: that needs Jaro >= 0.83 (a
+   * shared prefix adds at most 0.4 of the rest), so (m/a + m/b + 1) / 3 >= 0.83 with m the
+   * characters they share; m is at most a token's length less one for each letter it holds that
+   * the other lacks. Most pairs of different names fail this on their letters alone, with no
+   * Jaro–Winkler and no cache lookup.
+   */
+  private mayBeAlike(t: number, u: number, tl: number, ul: number): boolean {
+    const a = this.tokenLetters[t]
+    const b = this.tokenLetters[u]
+    const m = Math.min(tl - bitCount(a & ~b), ul - bitCount(b & ~a))
+    return m > 0 && m / tl + m / ul >= 1.5 - 1e-9
   }
 
   /**
