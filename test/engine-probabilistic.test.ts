@@ -273,3 +273,37 @@ t.test('confirmed pairs anchor the training and must name records of the run', a
   t.equal(failed.status, 'failed')
   t.match(failed.passes[0].error, /confirmed pair NOPE/)
 })
+
+t.test('exact duplicates are one tie, or matched in order with prefer', async (t) => {
+  // two identical transfers sent and two identical ones received: the model cannot tell which is
+  // which, so each pair alone is a coin toss; as a class they are a sure match
+  const dup = (id: string) => ({
+    sent_id: id,
+    sent_date: '2025-03-03',
+    amount: '777.77',
+    memo: 'ZEPHYRINE QUORTLEBY RENT',
+  })
+  const got = (id: string) => ({ received_id: id, booking_date: '2025-03-04', amount: '777.77', memo: 'Z QUORTLEBY' })
+  const rows = {
+    sent: [...data.sent, dup('S9001'), dup('S9002')],
+    received: [...data.received, got('R9001'), got('R9002')],
+  }
+  const ours = (e: ReturnType<typeof evidence>) =>
+    e.matches
+      .filter((m) => m.left_keys.some((k) => String(k).startsWith('S9')))
+      .map((m) => [m.left_keys, m.right_keys, m.ambiguous])
+  const tied = evidence(...recipe(transferPass(), rows))
+  t.same(ours(tied), [[['S9001', 'S9002'], ['R9001', 'R9002'], true]], 'one ambiguous match of the four')
+  const preferred = evidence(...recipe(transferPass({ prefer: 'first_key' }), rows))
+  t.same(ours(preferred), [
+    [['S9001'], ['R9001'], false],
+    [['S9002'], ['R9002'], false],
+  ])
+  const m = preferred.matches.find((x) => x.left_keys[0] === 'S9001')!
+  t.ok(m.score > 0.99, `the class is a sure match (${m.score})`)
+  const w = m.weights!
+  t.ok(Math.abs(w.prior + w.comparisons.reduce((a, c) => a + c.weight, 0) + w.context - w.match_weight) < 0.01)
+  // the rest of the run is as it was without the duplicates
+  const plain = evidence(...recipe(transferPass()))
+  t.equal(preferred.matches.length, plain.matches.length + 2)
+})
