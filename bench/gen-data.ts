@@ -5,17 +5,10 @@ import { createWriteStream } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { dirname } from 'node:path'
 
-/** mulberry32: a small, fast, seeded PRNG (same sequence on every machine). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+// the engine's seeded generator: bench data and engine samples draw from one definition
+import { prng } from '../src/engine/data/prng.js'
+
+export { prng }
 
 const DAY = 86_400_000
 const BASE = Date.UTC(2024, 0, 1)

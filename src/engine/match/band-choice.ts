@@ -7,6 +7,7 @@
 // side is small it is the whole side, so the estimate is then exact.
 
 import { type CompiledBand, lowerBound, probeBounds, upperBound } from './join.js'
+import { prng } from '../data/prng.js'
 
 /** Records sampled from the sorted side and from the probe side. */
 export const SORTED_SAMPLE = 4096
@@ -36,7 +37,7 @@ export function chooseBand(options: CompiledBand[], leftRows: Int32Array, rightR
 export function estimatePairs(b: CompiledBand, leftRows: Int32Array, rightRows: Int32Array): number {
   const [sortedRows, probeRows] = b.band.side === 'r' ? [rightRows, leftRows] : [leftRows, rightRows]
   if (sortedRows.length === 0 || probeRows.length === 0) return 0
-  const random = mulberry32(0x5eed)
+  const random = prng(0x5eed)
   const sortedPick = sample(sortedRows, SORTED_SAMPLE, random)
   const values: number[] = []
   for (const row of sortedPick) {
@@ -60,16 +61,4 @@ function sample(rows: Int32Array, n: number, random: () => number): Int32Array {
   const out = new Int32Array(n)
   for (let k = 0; k < n; k++) out[k] = rows[Math.floor(random() * rows.length)]
   return out
-}
-
-/** mulberry32, as bench/gen-data.ts: small, seeded, the same sequence everywhere. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }

@@ -32,6 +32,7 @@
 import type { RecipeModel } from '../../../recipes/schema.js'
 import type { PairList } from '../join.js'
 import { type Comparison, NO_EVIDENCE } from './comparisons.js'
+import { prng } from '../../data/prng.js'
 
 export interface Model {
   lambda: number
@@ -95,18 +96,6 @@ export function pairLevels(comparisons: Comparison[], pairs: PairList): PairLeve
   return { levels, pattern, patternLevels: patternLevels.map((l) => Uint8Array.from(l)) }
 }
 
-/** A small seeded generator (mulberry32): the same pairs on every machine. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 /**
  * u per comparison from random pairs of free records: every pair when there are at most
  * `sample` of them, else `sample` pairs drawn with the seed. One pseudo-count per level.
@@ -131,7 +120,7 @@ export function estimateU(
     for (const i of leftRows) for (const j of rightRows) tally(i, j)
     pairs = all
   } else {
-    const next = random(seed)
+    const next = prng(seed)
     for (; pairs < sample; pairs++) {
       tally(leftRows[Math.floor(next() * leftRows.length)], rightRows[Math.floor(next() * rightRows.length)])
     }
