@@ -326,7 +326,7 @@ t.test('infer_rules: a confirmed split becomes a 1:N rule with the reference ext
   t.equal(out.pattern, '1:N')
   const split = out.rules.find((r) => r.pattern === '1:N')
   t.equal(split?.sql, "l.customer_id = r.payer_id AND r.reference_number LIKE l.invoice_id || '-%'")
-  t.same(split?.aggregate, { sum: 'r.paid_amount', equals: 'l.amount', tolerance: '0.01', max_group: 4 })
+  t.same(split?.aggregate, { sum: 'SUM(r.paid_amount)', equals: 'l.amount', tolerance: '0.01', max_group: 4 })
 })
 
 /** Sale and settlement rows for the sample-evidence tests: order, amount, and the settled gross. */

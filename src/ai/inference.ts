@@ -21,7 +21,11 @@ import { recordKey } from './record-keys.js'
 import { amountSql, dateWindow, equalitySql, ruleIssues, toleranceText, windowSql, windowWords } from './rules.js'
 import { abs, type Equal, equalLinks, joinWords, scaleOf } from './observations.js'
 import { amountDiff, byDiff, firstKind, nearAmounts } from './sample-evidence.js'
-import { groupRules, splitRule } from './split-rules.js'
+import { fittedSql, fitWords } from './amount-fit.js'
+import { type AmountChoice, chooseAmount, type Group, groupRule, suspectedGroups } from './group-rules.js'
+import { splitRule } from './split-rules.js'
+import { probabilisticRule } from './probabilistic-rules.js'
+import { carriesLink, freeTextEvidence } from './text-evidence.js'
 import type { ColumnT, GlossaryT, MappingT, RowT, RuleT } from './schemas.js'
 
 export interface InferenceInput {
@@ -35,7 +39,7 @@ export interface InferenceInput {
 }
 
 export interface Inference {
-  pattern: '1:1' | '1:N'
+  pattern: '1:1' | '1:N' | 'N:1' | 'N:M'
   primary_keys: { left: string[]; right: string[] }
   rules: RuleT[]
 }
@@ -78,6 +82,34 @@ function closestKind<P extends { left: number; right: number }>(
   })
 }
 
+/** A 1:1 amount condition from a fitted equation: `r.amount = l.net_amount - 0.49`, within a tolerance if it needs one. */
+function equationPart(choice: AmountChoice): { sql: string; words: string } {
+  const { fit, scale } = choice
+  const x = `l.${choice.many.name}`
+  const y = `r.${choice.one.name}`
+  const tolerance = toleranceText(fit.tolerance, scale)
+  const words = `${choice.one.name} is ${choice.many.name} ${fitWords(fit, scale, tolerance)}`
+  if (fit.kind === 'equal') return { sql: `${x} = ${y}`, words: 'equal amounts' }
+  const expr = fittedSql(x, fit, scale)
+  return fit.tolerance === 0n
+    ? { sql: `${y} = ${expr}`, words }
+    : { sql: `ABS(${expr} - ${y}) <= ${tolerance}`, words: `${words}, within ${tolerance}` }
+}
+
+/** The confirmed pairs as record keys, when each side is keyed by one column and every pair has both. */
+function anchorsOf(
+  pairs: { left: number; right: number }[],
+  input: InferenceInput,
+  keys: { left: string[]; right: string[] },
+): { left: string; right: string }[] {
+  if (keys.left.length !== 1 || keys.right.length !== 1) return []
+  const out = pairs.map((p) => ({
+    left: textOf(input.sample_a[p.left][keys.left[0]]),
+    right: textOf(input.sample_b[p.right][keys.right[0]]),
+  }))
+  return out.every((p) => p.left !== null && p.right !== null) ? (out as { left: string; right: string }[]) : []
+}
+
 export function infer(input: InferenceInput): Inference {
   const samples: LinkSamples = {
     schemaA: input.schema_a,
@@ -105,15 +137,54 @@ export function infer(input: InferenceInput): Inference {
     : confirmed
   const base = fromProposals ? 0.75 : 0.95
 
-  const groups = new Map<number, number[]>()
-  for (const p of pairRefs) groups.set(p.left, [...(groups.get(p.left) ?? []), p.right])
-  const singles: [RowT, RowT][] = []
-  const multi: [RowT, RowT[]][] = []
-  for (const [left, rights] of groups) {
-    const a = input.sample_a[left]
-    if (rights.length === 1) singles.push([a, input.sample_b[rights[0]]])
-    else multi.push([a, rights.map((r) => input.sample_b[r])])
+  // the shape: confirmed pairs sharing a left record are 1:N groups, sharing a right record N:1,
+  // whichever side the user put left; the other pairs are 1:1
+  const byLeft = new Map<number, number[]>()
+  const byRight = new Map<number, number[]>()
+  for (const p of pairRefs) {
+    byLeft.set(p.left, [...(byLeft.get(p.left) ?? []), p.right])
+    byRight.set(p.right, [...(byRight.get(p.right) ?? []), p.left])
   }
+  const singles: [RowT, RowT][] = []
+  const singlePairs: { left: number; right: number }[] = []
+  const oneToMany: Group[] = []
+  const manyToOne: Group[] = []
+  for (const [left, rights] of byLeft)
+    if (rights.length > 1) oneToMany.push({ one: input.sample_a[left], many: rights.map((r) => input.sample_b[r]) })
+  for (const [right, lefts] of byRight)
+    if (lefts.length > 1) manyToOne.push({ one: input.sample_b[right], many: lefts.map((l) => input.sample_a[l]) })
+  const lone = pairRefs.filter((p) => byLeft.get(p.left)!.length === 1 && byRight.get(p.right)!.length === 1)
+  // the group rules, the side with more groups first (both at once is N:M: each kind its own pass);
+  // with groups of one shape only, a lone pair sharing what the groups share is a group of one (a
+  // payout of one capture), the others stay 1:1 pairs (an invoice paid whole)
+  const shapes: ['a' | 'b', Group[]][] = (
+    [
+      ['b', oneToMany],
+      ['a', manyToOne],
+    ] as ['a' | 'b', Group[]][]
+  )
+    .filter(([, gs]) => gs.length)
+    .sort((x, y) => y[1].length - x[1].length)
+  const absorbed = new Set<{ left: number; right: number }>()
+  const groupRules = shapes.flatMap(([many, gs]) => {
+    const asGroups = new Map(
+      lone.map((p) => [
+        p,
+        many === 'a'
+          ? { one: input.sample_b[p.right], many: [input.sample_a[p.left]] }
+          : { one: input.sample_a[p.left], many: [input.sample_b[p.right]] },
+      ]),
+    )
+    const made = groupRule(links, gs, many, samples, { lone: shapes.length === 1 ? [...asGroups.values()] : [] })
+    if (!made) return []
+    for (const [p, g] of asGroups) if (made.absorbed.includes(g)) absorbed.add(p)
+    return [made.rule]
+  })
+  for (const p of lone)
+    if (!absorbed.has(p)) {
+      singles.push([input.sample_a[p.left], input.sample_b[p.right]])
+      singlePairs.push(p)
+    }
 
   const shared = {
     a: new Set(links.map((l) => l.a.name)),
@@ -154,6 +225,14 @@ export function infer(input: InferenceInput): Inference {
       )
     const attributes = equal.filter((e) => !identifiers.includes(e) && values(e).every(isOneToken))
     const names = identifiers.length ? [] : equal.filter((e) => !attributes.includes(e))
+    // with no identifier, free text that tells each partner apart (memos naming the payer) makes
+    // a probabilistic pass instead of a band on amount and date alone
+    const freeTexts = identifiers.length
+      ? []
+      : links
+          .filter((l) => l.role === 'text' && !equal.some((e) => e.link === l))
+          .map((link) => freeTextEvidence(link, input.sample_a, input.sample_b, singlePairs))
+          .filter(carriesLink)
 
     const amountLinks = links.filter((l) => l.role === 'amount')
     const fixedAmount = amountLinks.find(
@@ -195,15 +274,30 @@ export function infer(input: InferenceInput): Inference {
     const eqSql = (list: Equal[]) => list.map((e) => equalitySql(e.link, e.exact))
     const eqWords = (list: Equal[]) =>
       list.map((e) => (e.link.a.name === e.link.b.name ? e.link.a.name : `${e.link.a.name}/${e.link.b.name}`))
-    const amountPart = amount
-      ? {
-          sql: amountSql(amount.link, amount.max, scaleOf(amount.link, samples)),
-          words:
-            amount.max === 0n
-              ? 'equal amounts'
-              : `amounts within ${toleranceText(amount.max, scaleOf(amount.link, samples))}`,
-        }
-      : undefined
+    // which columns' amounts follow an equation (net less a fee, a percentage) over the pairs: three
+    // pairs at least, or two pairs a fee apart would make every equal-amount pair a miss
+    const equation =
+      singles.length >= 3
+        ? chooseAmount(
+            singles.map(([a, b]) => ({ one: b, many: [a] })),
+            input.schema_a,
+            input.schema_b,
+            links,
+            samples,
+          )
+        : undefined
+    const fitted = equation && equation.fit.kind !== 'close' ? equation : undefined
+    const amountPart = fitted
+      ? equationPart(fitted)
+      : amount
+        ? {
+            sql: amountSql(amount.link, amount.max, scaleOf(amount.link, samples)),
+            words:
+              amount.max === 0n
+                ? 'equal amounts'
+                : `amounts within ${toleranceText(amount.max, scaleOf(amount.link, samples))}`,
+          }
+        : undefined
     const datePart = date ? { sql: windowSql(date.link, date.window), words: windowWords(date.window) } : undefined
     type Part = { sql: string; words: string }
     const both = [amountPart, datePart].filter((p) => p !== undefined)
@@ -228,6 +322,18 @@ export function infer(input: InferenceInput): Inference {
       strictest = [identifiers[0], ...attributes]
       rule('reference_amount_date', strictest, both, `as on the ${seen}`)
       rule('reference_amount', strictest, amountOnly, `the reference agreed on the ${seen}${amountWhy}`)
+    } else if (freeTexts.length) {
+      push(
+        probabilisticRule({
+          texts: freeTexts,
+          amount: amount?.link,
+          date: date?.link,
+          attributes: [...attributes, ...names],
+          pairs: singles.map(([a, b]) => ({ a, b })),
+          anchors: fromProposals ? [] : anchorsOf(singlePairs, input, primary_keys),
+          seen,
+        }),
+      )
     } else if (both.length) {
       rule('amount_date', [...attributes, ...names], both, `no shared identifier; as on the ${seen}`)
     }
@@ -238,12 +344,26 @@ export function infer(input: InferenceInput): Inference {
         : undefined
     if (near) rule('near_amounts', strictest, [near], `the ${seen} and ${near.evidence}`)
     singleEquals = strictest
+    // lone pairs whose amounts follow an equation, on sides whose amounts differ in size: the
+    // larger side may sum the other (payouts of one capture confirmed; most pay several)
+    const suspected = fitted && !oneToMany.length && !manyToOne.length ? suspectedGroups(fitted, samples) : undefined
+    if (suspected) {
+      const { many, members } = suspected
+      const groups = singles.map(([a, b]) => (many === 'a' ? { one: b, many: [a] } : { one: a, many: [b] }))
+      const group = groupRule(links, groups, many, samples, { maxGroup: members })?.rule
+      if (group)
+        push({
+          ...group,
+          description: `${group.description}; taken as groups of one because ${many === 'a' ? "b's" : "a's"} amounts are typically half again as large: confirm a group to be sure`,
+        })
+    }
   }
 
-  if (multi.length) for (const group of groupRules(links, multi, samples)) push(group)
+  if (shapes.length) for (const rule of groupRules) push(rule)
   else {
     const split = splitRule(links, singleEquals, samples)
     if (split) push(split)
   }
-  return { pattern: rules.some((r) => r.pattern === '1:N') ? '1:N' : '1:1', primary_keys, rules }
+  const pattern = rules.find((r) => r.pattern && r.pattern !== '1:1')?.pattern ?? '1:1'
+  return { pattern, primary_keys, rules }
 }

@@ -1,7 +1,7 @@
 // Rules as recipe predicates: equalities, amount tolerances and date windows written in the
 // recipe language (DESIGN §2), and the validator every inferred rule passes before it is returned.
 
-import type { Recipe } from '../recipes/schema.js'
+import type { Recipe, RecipePass } from '../recipes/schema.js'
 import { validateRecipe } from '../recipes/validate.js'
 import { AMOUNT_SCALE, type Link } from './links.js'
 import type { ColumnT, RuleT } from './schemas.js'
@@ -48,13 +48,14 @@ export function amountSql(link: Link, maxDiff: bigint, scale: number): string {
 }
 
 /**
- * The observed lag range (b's day minus a's) widened by a quarter of its spread, at least one
- * day, not crossing zero when the lags did not.
+ * The observed lag range (b's day minus a's) widened on each side by the gap expected beyond the
+ * extremes of n draws, spread / (n − 1) (a quarter of it from five lags, half from three), at
+ * least one day, not crossing zero when the lags did not.
  */
 export function dateWindow(lags: number[]): [number, number] {
   const lo = Math.min(...lags)
   const hi = Math.max(...lags)
-  const widen = Math.max(1, Math.ceil((hi - lo) / 4))
+  const widen = Math.max(1, Math.ceil((hi - lo) / Math.max(1, lags.length - 1)))
   let from = lo - widen
   let to = hi + widen
   if (lo >= 0) from = Math.max(0, from)
@@ -79,6 +80,19 @@ export function windowWords([from, to]: [number, number]): string {
   return `b's date from ${d(from)} before to ${d(to)} after a's`
 }
 
+/** What a rule puts in its pass besides the name and pattern: `when`, or blocking and comparisons. */
+export function passOf(rule: RuleT): Omit<RecipePass, 'name' | 'pattern'> {
+  if (rule.compare?.length)
+    return {
+      ...(rule.sql.trim() ? { when: rule.sql } : {}),
+      block: rule.block ?? [],
+      compare: rule.compare,
+      ...(rule.threshold !== undefined ? { threshold: rule.threshold } : {}),
+      ...(rule.train?.confirmed.length ? { train: { confirmed: rule.train.confirmed } } : {}),
+    }
+  return { when: rule.sql, ...(rule.aggregate ? { aggregate: rule.aggregate } : {}) }
+}
+
 /** The problems the recipe validator finds in a rule run as a pass of its own (parse, types, usable join). */
 export function ruleIssues(rule: RuleT, schemaA: ColumnT[], schemaB: ColumnT[]): string[] {
   const pattern = rule.pattern ?? '1:1'
@@ -86,7 +100,7 @@ export function ruleIssues(rule: RuleT, schemaA: ColumnT[], schemaB: ColumnT[]):
     name: 'rule-check',
     left: { source: 'a', key: [] },
     right: { source: 'b', key: [] },
-    passes: [{ name: 'rule', pattern, when: rule.sql, ...(rule.aggregate ? { aggregate: rule.aggregate } : {}) }],
+    passes: [{ name: 'rule', pattern, ...passOf(rule) }],
   }
   const schemas = {
     l: schemaA.map((c) => ({ ...c, nullable: c.nullable ?? true })),

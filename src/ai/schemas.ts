@@ -3,6 +3,7 @@
 
 import { type Static, Type } from 'typebox'
 import { COLUMN_TYPES, type ColumnType, FILTER_OPS, type FilterOp } from '../engine/data/types.js'
+import { ComparisonSchema } from '../recipes/schema.js'
 
 // Type.Union over a .map() of literals types as never; Unsafe keeps the same JSON schema and
 // gives TypeScript the literal union.
@@ -68,6 +69,9 @@ export const Glossary = Type.Object(
 /** A confirmed or proposed pair: row positions in sample_a / rows_a and sample_b / rows_b. */
 export const PairRef = Type.Object({ left: Type.Integer({ minimum: 0 }), right: Type.Integer({ minimum: 0 }) })
 
+/** A comparison of a probabilistic rule, as a recipe pass writes it (see RecipeComparison). */
+const RuleComparison = Type.Object(ComparisonSchema.properties, { additionalProperties: false })
+
 export const Rule = Type.Object({
   name: Type.String({ description: 'a pass name: letters, digits, _ or -' }),
   sql: Type.String({ description: 'a predicate over l. (a) and r. (b) columns, in the recipe language' }),
@@ -81,6 +85,19 @@ export const Rule = Type.Object({
       tolerance: Type.Optional(Type.Union([Type.Number(), Type.String()])),
       max_group: Type.Optional(Type.Integer()),
     }),
+  ),
+  block: Type.Optional(
+    Type.Array(Type.String(), {
+      description: 'a probabilistic rule: its blocking rules (sql is then an extra condition, or empty)',
+    }),
+  ),
+  compare: Type.Optional(Type.Array(RuleComparison, { description: 'a probabilistic rule: its comparisons' })),
+  threshold: Type.Optional(Type.Number({ exclusiveMinimum: 0, exclusiveMaximum: 1 })),
+  train: Type.Optional(
+    Type.Object(
+      { confirmed: Type.Array(Type.Object({ left: Type.String(), right: Type.String() })) },
+      { description: 'the confirmed pairs (record keys) that anchor the learned weights' },
+    ),
   ),
 })
 

@@ -5,6 +5,7 @@ import { FilterConditionSchema } from '../../sources/schemas.js'
 import { type Pattern as RecipePattern, type Recipe, recipeSchemas } from '../../recipes/schema.js'
 import { structuralIssues } from '../../recipes/validate.js'
 import { parsePredicate, PredicateError } from '../../language/predicate.js'
+import { passOf } from '../rules.js'
 import { Filter, Pattern, PrimaryKeys, Rule } from '../schemas.js'
 import type { AiTool } from '../types.js'
 
@@ -39,12 +40,8 @@ function assemble(input: Static<typeof Input>): { recipe: Recipe; explanation: s
     while (names.has(name)) name = `${name}_${n + 1}`
     names.add(name)
     const pattern = (rule.pattern ?? (rule.aggregate ? input.pattern : '1:1')) as RecipePattern
-    return {
-      name,
-      pattern,
-      when: rule.sql,
-      ...(rule.aggregate && pattern !== '1:1' ? { aggregate: rule.aggregate } : {}),
-    }
+    const { aggregate, ...rest } = passOf(rule)
+    return { name, pattern, ...rest, ...(aggregate && pattern !== '1:1' ? { aggregate } : {}) }
   })
   const scope = (side: 'a' | 'b') =>
     (input.scope ?? []).filter((f) => f.source === side).map(({ column, op, value }) => ({ column, op, value }))
@@ -68,7 +65,7 @@ export const buildRecipe: AiTool<typeof Input, typeof output> = {
   input: Input,
   output,
   prompt:
-    "You assemble a reconciliation recipe: { name, left: { source, key, scope }, right: { source, key, scope }, passes: [{ name, pattern, when, aggregate? }] }. Keep the rules in order as passes; a pass name is letters, digits, _ or -; when is the rule's predicate unchanged; aggregate only for 1:N, N:1 and N:M passes. Explain the recipe in a few sentences.",
+    "You assemble a reconciliation recipe: { name, left: { source, key, scope }, right: { source, key, scope }, passes: [{ name, pattern, when, aggregate? }] }. Keep the rules in order as passes; a pass name is letters, digits, _ or -; when is the rule's predicate unchanged; aggregate only for 1:N, N:1 and N:M passes. A probabilistic rule (with block and compare) becomes a pass with block, compare, threshold and train as given, and when only if its sql is not empty. Explain the recipe in a few sentences.",
   deterministic: assemble,
   check(out) {
     const problems = structuralIssues(out.recipe, {
@@ -79,6 +76,7 @@ export const buildRecipe: AiTool<typeof Input, typeof output> = {
     for (const pass of (out.recipe as unknown as Recipe).passes) {
       try {
         if (pass.when !== undefined) parsePredicate(pass.when)
+        for (const rule of pass.block ?? []) parsePredicate(rule)
       } catch (err) {
         problems.push(`pass ${pass.name}: ${err instanceof PredicateError ? err.message : String(err)}`)
       }
