@@ -327,3 +327,102 @@ t.test('memos that name the payer, no key: a probabilistic pass, its weights lea
     'no probabilistic pass on memos that say nothing',
   )
 })
+
+t.test(
+  'keys some records lack: each further key its own pass, for the records the keys before it left blank',
+  async (t) => {
+    const rand = prng(11)
+    const bank: RowT[] = []
+    const ledger: RowT[] = []
+    const truth = new Set<string>()
+    for (let k = 0; k < 200; k++) {
+      const amount = (100 + Math.floor(rand() * 100_000)) / 100
+      const day = 1 + Math.floor(rand() * 25)
+      const e2e = rand() < 0.2 ? null : `E2E${1000 + k}`
+      // a reference on every record the end-to-end id is missing from, on most others
+      const reference = e2e !== null && rand() < 0.3 ? null : `RF${5000 + k}`
+      bank.push({
+        entry_id: `B${k}`,
+        end_to_end_id: e2e,
+        reference,
+        amount: amount.toFixed(2),
+        booked: `2025-05-${String(day).padStart(2, '0')}`,
+      })
+      ledger.push({
+        tx_id: `L${k}`,
+        end_to_end_id: e2e,
+        reference,
+        amount: amount.toFixed(2),
+        value_date: `2025-05-${String(day + 1).padStart(2, '0')}`,
+      })
+      truth.add(`B${k}|L${k}`)
+    }
+    ledger.reverse()
+    const schema = (key: string, date: string): ColumnT[] => [
+      { name: key, type: 'string' },
+      { name: 'end_to_end_id', type: 'string' },
+      { name: 'reference', type: 'string' },
+      { name: 'amount', type: 'decimal', scale: 2 },
+      { name: date, type: 'date' },
+    ]
+    const out = inferRules.deterministic({
+      schema_a: schema('entry_id', 'booked'),
+      schema_b: schema('tx_id', 'value_date'),
+      sample_a: bank.slice(0, 100),
+      sample_b: ledger,
+      mappings: map([
+        ['end_to_end_id', 'end_to_end_id'],
+        ['reference', 'reference'],
+        ['amount', 'amount'],
+        ['booked', 'value_date'],
+      ]),
+      // the first five bank lines, as a user confirms them
+      confirmed_pairs: [0, 1, 2, 3, 4].map((i) => ({ left: i, right: ledger.findIndex((r) => r.tx_id === `L${i}`) })),
+    })
+    const sqls = out.rules.map((r) => r.sql)
+    const blank = sqls.filter((s) => / IS NULL OR /.test(s))
+    t.ok(blank.length >= 1, `a fallback pass for blank keys: ${sqls.join(' | ')}`)
+    t.ok(
+      sqls.every((s) => !/BETWEEN r\.value_date AND r\.value_date|INTERVAL '0 days'/.test(s)),
+      'a one-day booking lag is a window, not 0..0',
+    )
+    const e = runInferred(out, bank, ledger)
+    t.same(partitionProblems(e, bank.length, ledger.length), [])
+    const found = e.matches.filter((m) => !m.ambiguous).map((m) => `${m.left_keys[0]}|${m.right_keys[0]}`)
+    t.equal(found.filter((x) => truth.has(x)).length, found.length, 'no wrong match')
+    t.equal(found.length, truth.size, 'every line matched: by one key or the next')
+
+    // five confirmed lines that carry both keys: both are identifiers, and the blanks the sample
+    // shows still get their fallback
+    const both = bank
+      .slice(0, 100)
+      .map((r, i) => [r, i] as const)
+      .filter(([r]) => r.end_to_end_id !== null && r.reference !== null)
+      .slice(0, 5)
+    const out2 = inferRules.deterministic({
+      schema_a: schema('entry_id', 'booked'),
+      schema_b: schema('tx_id', 'value_date'),
+      sample_a: bank.slice(0, 100),
+      sample_b: ledger,
+      mappings: map([
+        ['end_to_end_id', 'end_to_end_id'],
+        ['reference', 'reference'],
+        ['amount', 'amount'],
+        ['booked', 'value_date'],
+      ]),
+      confirmed_pairs: both.map(([r, i]) => ({
+        left: i,
+        right: ledger.findIndex((x) => x.tx_id === `L${String(r.entry_id).slice(1)}`),
+      })),
+    })
+    t.equal(out2.rules[0].name, 'identifiers')
+    t.ok(
+      out2.rules.some((r) => /IS NULL OR/.test(r.sql)),
+      out2.rules.map((r) => r.sql).join(' | '),
+    )
+    const e2 = runInferred(out2, bank, ledger)
+    const found2 = e2.matches.filter((m) => !m.ambiguous).map((m) => `${m.left_keys[0]}|${m.right_keys[0]}`)
+    t.equal(found2.filter((x) => truth.has(x)).length, truth.size, 'every line matched, none wrongly')
+    t.equal(found2.length, truth.size)
+  },
+)

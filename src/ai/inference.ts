@@ -96,6 +96,27 @@ function equationPart(choice: AmountChoice): { sql: string; words: string } {
     : { sql: `ABS(${expr} - ${y}) <= ${tolerance}`, words: `${words}, within ${tolerance}` }
 }
 
+/** `(l.x IS NULL OR r.y IS NULL)`: a key one of the records lacks. */
+const blankSql = (e: Equal) => `(l.${e.link.a.name} IS NULL OR r.${e.link.b.name} IS NULL)`
+
+/**
+ * Text links blank on some pairs and equal (exactly or after TRIM/UPPER) on every pair where both
+ * records have a value, on two pairs at least, each value one code-like token: keys some records
+ * lack. Links equal on every pair are `equal`'s.
+ */
+function sparseIdentifiers(links: Link[], pairs: [RowT, RowT][], equal: Equal[]): Equal[] {
+  const out: Equal[] = []
+  for (const link of links) {
+    if (link.role !== 'text' || equal.some((e) => e.link === link)) continue
+    const present = pairs.filter(([a, b]) => textOf(a[link.a.name]) !== null && textOf(b[link.b.name]) !== null)
+    if (present.length < 2 || present.length === pairs.length) continue
+    if (!present.every(([a]) => isCodeLike(textOf(a[link.a.name])!))) continue
+    const found = equalLinks([link], present)
+    if (found.length) out.push(found[0])
+  }
+  return out
+}
+
 /** The confirmed pairs as record keys, when each side is keyed by one column and every pair has both. */
 function anchorsOf(
   pairs: { left: number; right: number }[],
@@ -223,6 +244,11 @@ export function infer(input: InferenceInput): Inference {
           Number(isReference(y)) - Number(isReference(x)) ||
           input.schema_a.indexOf(x.link.a) - input.schema_a.indexOf(y.link.a),
       )
+    // identifiers blank on some confirmed pairs and equal wherever both sides have one: fallback
+    // keys for the records a stricter key cannot reach (an end-to-end id, then the reference)
+    const sparse = sparseIdentifiers(links, singles, equal).filter(
+      (e) => mostlyUnique(input.sample_a, e.link.a.name) && mostlyUnique(input.sample_b, e.link.b.name),
+    )
     const attributes = equal.filter((e) => !identifiers.includes(e) && values(e).every(isOneToken))
     const names = identifiers.length ? [] : equal.filter((e) => !attributes.includes(e))
     // with no identifier, free text that tells each partner apart (memos naming the payer) makes
@@ -302,11 +328,27 @@ export function infer(input: InferenceInput): Inference {
     type Part = { sql: string; words: string }
     const both = [amountPart, datePart].filter((p) => p !== undefined)
     const amountOnly = amountPart ? [amountPart] : []
-    const rule = (name: string, eqs: Equal[], closeness: Part[], why: string) => {
-      const parts = [...eqSql(eqs), ...closeness.map((p) => p.sql)]
+    const rule = (name: string, eqs: Equal[], closeness: Part[], why: string, blank: Equal[] = []) => {
+      const parts = [...eqSql(eqs), ...closeness.map((p) => p.sql), ...blank.map(blankSql)]
       if (!parts.length) return
-      const words = [...(eqs.length ? [`same ${joinWords(eqWords(eqs))}`] : []), ...closeness.map((p) => p.words)]
+      const words = [
+        ...(eqs.length ? [`same ${joinWords(eqWords(eqs))}`] : []),
+        ...closeness.map((p) => p.words),
+        ...(blank.length ? [`${joinWords(eqWords(blank))} blank on either side`] : []),
+      ]
       push({ name, sql: parts.join(' AND '), description: `${joinWords(words)}: ${why}`, pattern: '1:1' })
+    }
+    const blankInSamples = (e: Equal) =>
+      input.sample_a.some((r) => textOf(r[e.link.a.name]) === null) ||
+      input.sample_b.some((r) => textOf(r[e.link.b.name]) === null)
+    // each further key its own pass, in order, for the records every key before it left blank
+    const fallbacks = (keys: Equal[], before: Equal[]) => {
+      const blank = [...before]
+      for (const key of keys) {
+        rule(`${key.link.a.name}_amount_date`, [key, ...attributes], both, `a fallback key, as on the ${seen}`, blank)
+        blank.push(key)
+      }
+      return blank
     }
     const n = singles.length
     const seen = `${n} ${fromProposals ? 'proposed' : 'confirmed'} pair${n === 1 ? '' : 's'}`
@@ -318,10 +360,18 @@ export function infer(input: InferenceInput): Inference {
       strictest = [...identifiers, ...attributes]
       rule('identifiers', strictest, amountOnly, `every identifier agreed on the ${seen}${amountWhy}`)
       rule('reference_amount_date', [identifiers[0], ...attributes], both, `as on the ${seen}`)
+      // the other identifiers back the first up only where the samples show it blank
+      fallbacks([...(blankInSamples(identifiers[0]) ? identifiers.slice(1) : []), ...sparse], [identifiers[0]])
     } else if (identifiers.length === 1) {
       strictest = [identifiers[0], ...attributes]
       rule('reference_amount_date', strictest, both, `as on the ${seen}`)
       rule('reference_amount', strictest, amountOnly, `the reference agreed on the ${seen}${amountWhy}`)
+      fallbacks(sparse, [identifiers[0]])
+    } else if (sparse.length) {
+      strictest = [sparse[0], ...attributes]
+      rule('reference_amount_date', strictest, both, `as on the ${seen} that carry it`)
+      const blank = fallbacks(sparse.slice(1), [sparse[0]])
+      rule('amount_date', [...attributes, ...names], both, `no key on either side; as on the ${seen}`, blank)
     } else if (freeTexts.length) {
       push(
         probabilisticRule({
