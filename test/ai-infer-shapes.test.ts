@@ -426,3 +426,43 @@ t.test(
     t.equal(found2.length, truth.size)
   },
 )
+
+t.test('infer_rules says what it is unsure of and which pair would settle it', async (t) => {
+  const { captures, paid, truth } = payouts()
+  const mappings = map([
+    ['seller_id', 'seller_id'],
+    ['captured_at', 'payout_date'],
+  ])
+  const input = (payoutsTaken: number[]) => ({
+    schema_a: captureSchema,
+    schema_b: payoutSchema,
+    sample_a: captures,
+    sample_b: paid,
+    mappings,
+    confirmed_pairs: confirmedGroups(captures, paid, truth, payoutsTaken, false),
+  })
+  const lone = paid
+    .map((p, k) => [p, k] as const)
+    .filter(([p]) => captures.filter((c) => truth.has(`${c.capture_id}|${p.payout_id}`)).length === 1)
+    .map(([, k]) => k)
+  const several = paid
+    .map((p, k) => [p, k] as const)
+    .filter(([p]) => captures.filter((c) => truth.has(`${c.capture_id}|${p.payout_id}`)).length > 1)
+    .map(([, k]) => k)
+  t.match(inferRules.deterministic(input(lone.slice(0, 3))).questions, [{ ask: 'group' }], 'lone pairs, sums suspected')
+  t.match(inferRules.deterministic(input(several.slice(0, 1))).questions, [{ ask: 'group' }], 'one group only')
+  t.same(inferRules.deterministic(input(several.slice(0, 3))).questions, [], 'three groups: nothing to ask')
+  t.match(inferRules.deterministic(input(lone.slice(0, 1))).questions, [{ ask: 'more_pairs' }])
+  // the evidence the model is given: the same fit the deterministic rule rests on
+  const evidence = inferRules.evidence!(input(several.slice(0, 3))) as {
+    observations: { shape: { pattern: string }; amounts: unknown }
+  }
+  t.equal(evidence.observations.shape.pattern, 'N:1')
+  t.match(evidence.observations.amounts, {
+    explained_by: 'l.net_amount',
+    explains: 'r.amount',
+    kind: 'offset',
+    offset: '-0.49',
+    sums: true,
+  })
+})

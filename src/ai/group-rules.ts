@@ -91,7 +91,7 @@ export function groupRule(
   many: 'a' | 'b',
   samples: LinkSamples,
   opts: { maxGroup?: number; lone?: Group[] } = {},
-): { rule: Omit<RuleT, 'confidence'>; absorbed: Group[] } | undefined {
+): { rule: Omit<RuleT, 'confidence'>; absorbed: Group[]; amount: AmountChoice } | undefined {
   if (!groups.length) return undefined
   // member pairs in recipe orientation: [a row, b row]
   const pairsOf = (gs: Group[]): [RowT, RowT][] =>
@@ -181,7 +181,7 @@ export function groupRule(
       max_group: opts.maxGroup ?? Math.min(12, Math.max(2, largest + 2)),
     },
   }
-  return { rule, absorbed }
+  return { rule, absorbed, amount }
 }
 
 /**

@@ -6,6 +6,7 @@
 
 import { type GlossaryRoles, glossaryRoles, withGlossary } from './glossary-roles.js'
 import {
+  AMOUNT_SCALE,
   amountOf,
   chooseLinks,
   dayOf,
@@ -13,12 +14,22 @@ import {
   isOneToken,
   type Link,
   type LinkSamples,
+  linkName,
   normalized,
   textOf,
 } from './links.js'
 import { chooseGreedily, scorePairs } from './pairs.js'
 import { recordKey } from './record-keys.js'
-import { amountSql, dateWindow, equalitySql, ruleIssues, toleranceText, windowSql, windowWords } from './rules.js'
+import {
+  amountSql,
+  dateWindow,
+  decimalText,
+  equalitySql,
+  ruleIssues,
+  toleranceText,
+  windowSql,
+  windowWords,
+} from './rules.js'
 import { abs, type Equal, equalLinks, joinWords, scaleOf } from './observations.js'
 import { amountDiff, byDiff, firstKind, nearAmounts } from './sample-evidence.js'
 import { fittedSql, fitWords } from './amount-fit.js'
@@ -42,6 +53,46 @@ export interface Inference {
   pattern: '1:1' | '1:N' | 'N:1' | 'N:M'
   primary_keys: { left: string[]; right: string[] }
   rules: RuleT[]
+  /** What the evidence left unsure, and the confirmed pair (or group) that would settle it. */
+  questions: Question[]
+}
+
+export interface Question {
+  /** The kind of pair asked for: `group` (one record with several on the other side), `more_pairs`, `differing_amounts`. */
+  ask: 'group' | 'more_pairs' | 'differing_amounts'
+  message: string
+}
+
+/**
+ * What inference observed, in numbers: the same evidence the deterministic rules rest on, given to
+ * the model with the tool's input so both implementations reason from it.
+ */
+export interface Observations {
+  shape: { pattern: Inference['pattern']; groups_one_to_many: number; groups_many_to_one: number; lone_pairs: number }
+  links: { a: string; b: string; role: string }[]
+  /** Per text link not equal on every pair: how alike the confirmed pairs are (token_set). */
+  free_text: {
+    a: string
+    b: string
+    confirmed: number[]
+    partner_best: number
+    typical: number
+    carries_link: boolean
+  }[]
+  /** The amount equation the confirmed pairs or groups follow, when one was fitted. */
+  /** explains ≈ factor × explained_by (summed over a group when `sums`) + offset, within tolerance. */
+  amounts?: {
+    explained_by: string
+    explains: string
+    kind: string
+    factor: string
+    offset: string
+    tolerance: string
+    sums: boolean
+  }
+  /** Per date link: each confirmed pair's lag, b's day minus a's. */
+  lags: { a: string; b: string; lags: (number | null)[] }[]
+  keys: { identifiers: string[]; sparse: string[] }
 }
 
 /** Proposals at least this sure stand in for confirmations when there are none. */
@@ -132,6 +183,11 @@ function anchorsOf(
 }
 
 export function infer(input: InferenceInput): Inference {
+  return observeAndInfer(input).inference
+}
+
+/** The rules and the observations they rest on. */
+export function observeAndInfer(input: InferenceInput): { inference: Inference; observations: Observations } {
   const samples: LinkSamples = {
     schemaA: input.schema_a,
     schemaB: input.schema_b,
@@ -157,6 +213,26 @@ export function infer(input: InferenceInput): Inference {
       )
     : confirmed
   const base = fromProposals ? 0.75 : 0.95
+  const observations: {
+    freeText: Observations['free_text']
+    amounts?: Observations['amounts']
+    keys: Observations['keys']
+    suspected?: 'a' | 'b'
+  } = { freeText: [], keys: { identifiers: [], sparse: [] } }
+  // many: the side whose amounts are summed (a for 1:1 pairs, whose a amount explains b's)
+  const noteFit = (choice: AmountChoice, many: 'a' | 'b', sums: boolean) => {
+    const digits = Math.min(choice.scale, AMOUNT_SCALE)
+    const unit = 10n ** BigInt(AMOUNT_SCALE - digits)
+    observations.amounts = {
+      explained_by: `${many === 'a' ? 'l' : 'r'}.${choice.many.name}`,
+      explains: `${many === 'a' ? 'r' : 'l'}.${choice.one.name}`,
+      kind: choice.fit.kind,
+      factor: choice.fit.factor,
+      offset: decimalText(choice.fit.offset / unit, digits),
+      tolerance: decimalText(choice.fit.tolerance / unit, digits),
+      sums,
+    }
+  }
 
   // the shape: confirmed pairs sharing a left record are 1:N groups, sharing a right record N:1,
   // whichever side the user put left; the other pairs are 1:1
@@ -198,6 +274,7 @@ export function infer(input: InferenceInput): Inference {
     )
     const made = groupRule(links, gs, many, samples, { lone: shapes.length === 1 ? [...asGroups.values()] : [] })
     if (!made) return []
+    noteFit(made.amount, many, true)
     for (const [p, g] of asGroups) if (made.absorbed.includes(g)) absorbed.add(p)
     return [made.rule]
   })
@@ -250,6 +327,10 @@ export function infer(input: InferenceInput): Inference {
       (e) => mostlyUnique(input.sample_a, e.link.a.name) && mostlyUnique(input.sample_b, e.link.b.name),
     )
     const attributes = equal.filter((e) => !identifiers.includes(e) && values(e).every(isOneToken))
+    observations.keys = {
+      identifiers: identifiers.map((e) => linkName(e.link)),
+      sparse: sparse.map((e) => linkName(e.link)),
+    }
     const names = identifiers.length ? [] : equal.filter((e) => !attributes.includes(e))
     // with no identifier, free text that tells each partner apart (memos naming the payer) makes
     // a probabilistic pass instead of a band on amount and date alone
@@ -258,7 +339,17 @@ export function infer(input: InferenceInput): Inference {
       : links
           .filter((l) => l.role === 'text' && !equal.some((e) => e.link === l))
           .map((link) => freeTextEvidence(link, input.sample_a, input.sample_b, singlePairs))
-          .filter(carriesLink)
+          .filter((e) => {
+            observations.freeText.push({
+              a: e.link.a.name,
+              b: e.link.b.name,
+              confirmed: e.confirmed.map((x) => Math.round(x * 1000) / 1000),
+              partner_best: e.partnerBest,
+              typical: Math.round(e.typical * 1000) / 1000,
+              carries_link: carriesLink(e),
+            })
+            return carriesLink(e)
+          })
 
     const amountLinks = links.filter((l) => l.role === 'amount')
     const fixedAmount = amountLinks.find(
@@ -313,6 +404,7 @@ export function infer(input: InferenceInput): Inference {
           )
         : undefined
     const fitted = equation && equation.fit.kind !== 'close' ? equation : undefined
+    if (equation) noteFit(equation, 'a', false)
     const amountPart = fitted
       ? equationPart(fitted)
       : amount
@@ -399,6 +491,7 @@ export function infer(input: InferenceInput): Inference {
     const suspected = fitted && !oneToMany.length && !manyToOne.length ? suspectedGroups(fitted, samples) : undefined
     if (suspected) {
       const { many, members } = suspected
+      observations.suspected = many
       const groups = singles.map(([a, b]) => (many === 'a' ? { one: b, many: [a] } : { one: a, many: [b] }))
       const group = groupRule(links, groups, many, samples, { maxGroup: members })?.rule
       if (group)
@@ -415,5 +508,54 @@ export function infer(input: InferenceInput): Inference {
     if (split) push(split)
   }
   const pattern = rules.find((r) => r.pattern && r.pattern !== '1:1')?.pattern ?? '1:1'
-  return { pattern, primary_keys, rules }
+  const questions: Question[] = []
+  const groupCount = oneToMany.length + manyToOne.length
+  if (observations.suspected)
+    questions.push({
+      ask: 'group',
+      message: `the confirmed pairs are one to one, but ${observations.suspected === 'a' ? "b's" : "a's"} amounts are typically half again as large as the other side's: confirm one ${observations.suspected === 'a' ? 'b' : 'a'} record with all the records it settles, to learn the groups' shape and dates`,
+    })
+  else if (groupCount === 1)
+    questions.push({
+      ask: 'group',
+      message: 'one confirmed group shows the members and the sum, not how groups vary: confirm one more group',
+    })
+  if (!groupCount && singles.length < 3)
+    questions.push({
+      ask: 'more_pairs',
+      message: `${singles.length} confirmed pair${singles.length === 1 ? '' : 's'} cannot tell a fee from a drift or a lag from a window: confirm three or more`,
+    })
+  if (observations.amounts?.kind === 'equal' && observations.freeText.some((f) => f.carries_link))
+    questions.push({
+      ask: 'differing_amounts',
+      message:
+        'every confirmed pair has equal amounts: confirm one whose amounts differ (a fee, a conversion) if such pairs exist, so the amount levels are learned from both',
+    })
+  const out = {
+    inference: { pattern, primary_keys, rules, questions },
+    observations: {
+      shape: {
+        pattern,
+        groups_one_to_many: oneToMany.length,
+        groups_many_to_one: manyToOne.length,
+        lone_pairs: lone.length,
+      },
+      links: links.map((l) => ({ a: l.a.name, b: l.b.name, role: l.role })),
+      free_text: observations.freeText,
+      ...(observations.amounts ? { amounts: observations.amounts } : {}),
+      lags: links
+        .filter((l) => l.role === 'date')
+        .map((l) => ({
+          a: l.a.name,
+          b: l.b.name,
+          lags: pairRefs.map((p) => {
+            const x = dayOf(input.sample_a[p.left][l.a.name])
+            const y = dayOf(input.sample_b[p.right][l.b.name])
+            return x === null || y === null ? null : y - x
+          }),
+        })),
+      keys: observations.keys,
+    },
+  }
+  return out
 }

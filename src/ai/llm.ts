@@ -74,7 +74,12 @@ export async function runWithModel(
   tool: AiTool,
   input: unknown,
 ): Promise<unknown> {
-  const messages: Anthropic.MessageParam[] = [{ role: 'user', content: JSON.stringify(input) }]
+  const evidence = tool.evidence?.(input as never)
+  const content =
+    evidence === undefined
+      ? JSON.stringify(input)
+      : `${JSON.stringify(input)}\n\nWhat Concord measured in this input (use it; the answer is checked against it):\n${JSON.stringify(evidence)}`
+  const messages: Anthropic.MessageParam[] = [{ role: 'user', content }]
   let problems: string[] = []
   for (let attempt = 0; attempt < 2; attempt++) {
     let reply: Anthropic.Message

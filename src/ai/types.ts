@@ -14,6 +14,12 @@ export interface AiTool<In extends TSchema = TSchema, Out extends TSchema = TSch
   prompt: string
   deterministic(input: Static<In>): Static<Out>
   /**
+   * What the deterministic implementation observes in the input (in numbers: fits, lags,
+   * similarities), sent to the model with the input so both implementations reason from the same
+   * evidence.
+   */
+  evidence?(input: Static<In>): unknown
+  /**
    * Checks an answer beyond its schema (a predicate the recipe parser accepts, columns that
    * exist); returns problems in words, for the model's one retry. Used on both implementations.
    */

@@ -2,7 +2,7 @@
 
 import { Type } from 'typebox'
 import { Glossary, Mapping, PairRef, Pattern, PrimaryKeys, Rule, Sample, TableSchema } from '../schemas.js'
-import { infer } from '../inference.js'
+import { infer, observeAndInfer } from '../inference.js'
 import { ruleIssues } from '../rules.js'
 import type { AiTool } from '../types.js'
 
@@ -23,6 +23,15 @@ const output = Type.Object({
   pattern: Pattern,
   primary_keys: PrimaryKeys,
   rules: Type.Array(Rule, { description: 'in the order the passes should run: strictest first' }),
+  questions: Type.Optional(
+    Type.Array(
+      Type.Object({
+        ask: Type.Union([Type.Literal('group'), Type.Literal('more_pairs'), Type.Literal('differing_amounts')]),
+        message: Type.String(),
+      }),
+      { description: 'what the evidence left unsure, and the confirmed pair (or group) that would settle it' },
+    ),
+  ),
 })
 
 export const inferRules: AiTool<typeof input, typeof output> = {
@@ -32,8 +41,12 @@ export const inferRules: AiTool<typeof input, typeof output> = {
   input,
   output,
   prompt:
-    'You infer reconciliation rules from confirmed pairs of records. Look at which mapped columns are equal (exactly, or after trimming and case folding), how far amounts differ, and how many days separate the dates. Write each rule as a predicate over l. (a) and r. (b) columns, strictest rule first, each with a name, a description and a confidence. Give the columns that identify a record on each side as primary_keys.',
+    'You infer reconciliation rules from confirmed pairs of records, as an expert would. The shape: pairs sharing a left record are 1:N groups, pairs sharing a right record N:1 (an aggregate rule: sum = "SUM(<many side>.<column>)" with constants for a fee, equals the other side\'s amount, a tolerance and max_group). Amounts: equal, a fixed offset, a percentage (with or without a fixed part) or only close; which column (net or gross) sums to the other side; state a fee as an equation, never as a wide tolerance. Dates: a lag window with a margin. Keys: exact keys first, then each further key its own rule for records whose earlier keys are blank ("(l.k IS NULL OR r.k IS NULL)"). Free text that names the party with no shared key: a probabilistic rule (sql "", block: ["shares_token(l.x, r.y)", an amount band AND a date window], compare: text token_set levels, relative amount levels, lag levels; train.confirmed: the confirmed pairs\' keys). Write each other rule as a predicate over l. (a) and r. (b) columns, strictest first, each with a name, a description and a confidence. Give the columns that identify a record on each side as primary_keys. Use the measurements given with the input; list in questions what they leave unsure and the pair that would settle it.',
   deterministic: infer,
+  evidence(input) {
+    const { inference, observations } = observeAndInfer(input)
+    return { observations, questions: inference.questions }
+  },
   // the recipe validator decides: every rule must parse, type-check and have a usable join
   check(out, input) {
     return out.rules.flatMap((rule) =>
