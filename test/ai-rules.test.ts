@@ -2,20 +2,17 @@
 // datasets (see their README for the ground truth): rules inferred from three confirmed pairs,
 // assembled by build_recipe, run by the engine and scored for precision and recall.
 
-import { readFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import t from 'tap'
 import type { ColumnT, MappingT, RowT } from '../src/ai/schemas.js'
 import { buildRecipe } from '../src/ai/tools/build_recipe.js'
 import { inferRules } from '../src/ai/tools/infer_rules.js'
 import { proposeMatch } from '../src/ai/tools/propose_match.js'
 import { jsonValue } from '../src/engine/data/builder.js'
-import { loadCsv } from '../src/engine/load/csv/index.js'
-import { loadJson } from '../src/engine/load/json.js'
 import type { Table } from '../src/engine/data/table.js'
 import type { Recipe } from '../src/recipes/schema.js'
-import { datasetsDir, datasetsSkip } from './helpers/datasets.js'
+import { datasetsSkip } from './helpers/datasets.js'
 import { evidence, partitionProblems, runRows } from './helpers/engine.js'
+import { acquirerJudge, cells, kallaGeneratedStatsProblems, kallaJudge, type Links } from './helpers/truth.js'
 
 const map = (pairs: [string, string][]): MappingT[] =>
   pairs.map(([field_a, field_b]) => ({ field_a, field_b, confidence: 0.9, reason: 'test' }))
@@ -489,25 +486,11 @@ t.test('infer_rules from proposals: only the proposals of the closest kind stand
 
 // ---- end to end on the shared datasets: infer → build_recipe → engine → precision / recall ----
 
-const csv = async (path: string) => (await loadCsv(join(datasetsDir, path))).table
 const schemaOf = (table: Table): ColumnT[] => table.columns.map((c) => ({ ...c }))
 const rowsOf = (table: Table, n = 20): RowT[] =>
   Array.from({ length: Math.min(n, table.length) }, (_, i) =>
     Object.fromEntries(table.columns.map((c, k) => [c.name, jsonValue(table.data[k], i)])),
   )
-const cells = (table: Table, name: string) => {
-  const col = table.data[table.columns.findIndex((c) => c.name === name)]
-  return Array.from({ length: table.length }, (_, i) => String(jsonValue(col, i)))
-}
-
-/** The ground truth a run is scored against, written down per dataset below. */
-interface Truth {
-  /** Is (left row, right row) a true pair? */
-  correct(l: number, r: number): boolean
-  /** The recall unit a true pair finds (a ledger sale, a payment): 0..size-1. */
-  unit(l: number, r: number): number
-  size: number
-}
 
 interface Quality {
   precision: number
@@ -522,14 +505,15 @@ interface Quality {
 /**
  * What a person does in the wizard: previews the first `previewRows` rows of each side (the
  * confirmed rows are among them or added), confirms three pairs; infer_rules, build_recipe, then
- * the engine over the whole files. Every claimed pair is judged by `truth`.
+ * the engine over the whole files. Every claimed pair is judged by the dataset's truth
+ * (test/helpers/truth.ts): recall is the share of its links found.
  */
 function endToEnd(
   left: Table,
   right: Table,
   mappings: MappingT[],
   confirmed: { left: number; right: number }[],
-  truth: Truth,
+  truth: Links,
   previewRows: number,
 ): Quality {
   const sampleRows = (table: Table, wanted: number[]) => {
@@ -572,7 +556,7 @@ function endToEnd(
   let claimed = 0
   let correct = 0
   let ambiguous = 0
-  const found = new Set<number>()
+  const found = new Set<string>()
   for (let k = 0; k < m.count; k++) {
     if (m.ambiguous[k]) {
       ambiguous++
@@ -583,9 +567,9 @@ function endToEnd(
         const l = m.leftRows[a]
         const r = m.rightRows[b]
         claimed++
-        if (truth.correct(l, r)) {
+        if (truth.has(l, r)) {
           correct++
-          found.add(truth.unit(l, r))
+          found.add(`${l}|${r}`)
         }
       }
   }
@@ -603,48 +587,6 @@ const round3 = (x: number) => Math.round(x * 1000) / 1000
 const describe = (q: Quality) =>
   `precision ${round3(q.precision)} (${q.wrong} wrong of ${q.claimed} claimed pairs), recall ${round3(q.recall)}, ${q.ambiguous} held as ambiguous`
 
-/**
- * acquirer-settlement's truth, from the `scenario` columns and the README's suggested rules (same
- * order_id + authorization_code; or same order_id, amount within 0.05, settled 0..4 days after):
- * a settlement row's true partner is the ledger sale of its order_id when the settlement is
- * exact_order_and_authorization_match, settlement_lag_candidate (same order and authorization,
- * settled later), amount_tolerance_candidate (0.03 off: within 0.05) or fee_variance_candidate
- * (gross equal, the fee differs). It has none when it is amount_mismatch_outside_tolerance (7.25
- * off: outside 0.05), duplicate_settlement_candidate (a second and third settlement of an order
- * already settled) or acquirer_only_settlement; chargebacks and ledger-only rows have none.
- * Recall counts the ledger sales that have a true partner.
- */
-async function acquirerTruth() {
-  const ledger = await csv('acquirer-settlement/ledger-midaz.csv')
-  const settlement = await loadJson(join(datasetsDir, 'acquirer-settlement/acquirer-settlement.json'))
-  const lOrder = cells(ledger, 'order_id')
-  const lScenario = cells(ledger, 'scenario')
-  const rOrder = cells(settlement, 'order_id')
-  const rScenario = cells(settlement, 'scenario')
-  const MATCHABLE = new Set([
-    'exact_order_and_authorization_match',
-    'settlement_lag_candidate',
-    'amount_tolerance_candidate',
-    'fee_variance_candidate',
-  ])
-  const saleOf = new Map<string, number>()
-  lOrder.forEach((o, i) => {
-    if (lScenario[i] === 'ledger_sale_candidate') saleOf.set(o, i)
-  })
-  const partner = new Map<number, number>() // settlement row → ledger row
-  rOrder.forEach((o, j) => {
-    const sale = saleOf.get(o)
-    if (MATCHABLE.has(rScenario[j]) && sale !== undefined) partner.set(j, sale)
-  })
-  const units = new Map([...new Set(partner.values())].map((l, k) => [l, k]))
-  const truth: Truth = {
-    correct: (l, r) => partner.get(r) === l,
-    unit: (l) => units.get(l) ?? -1,
-    size: units.size,
-  }
-  return { ledger, settlement, truth, lOrder, rOrder, rScenario, partner }
-}
-
 const acquirerMappings = map([
   ['order_id', 'order_id'],
   ['authorization_code', 'authorization_code'],
@@ -658,9 +600,18 @@ t.test(
   'acquirer settlement: rules from 3 confirmed pairs, scored against the scenario labels',
   { skip: datasetsSkip },
   async (t) => {
-    const { ledger, settlement, truth, lOrder, rOrder, rScenario, partner } = await acquirerTruth()
-    t.equal(truth.size, 785, 'sales with a true settlement: 704 exact + 45 lag + 19 tolerance + 17 fee variance')
-    t.equal(partner.size, 785, 'one true settlement each')
+    const { left: ledger, right: settlement, links: truth } = await acquirerJudge.load()
+    const [lOrder, rOrder, rScenario] = [
+      cells(ledger, 'order_id'),
+      cells(settlement, 'order_id'),
+      cells(settlement, 'scenario'),
+    ]
+    t.equal(
+      new Set(truth.pairs.map(([l]) => l)).size,
+      785,
+      'sales with a true settlement: 704 exact + 45 lag + 19 tolerance + 17 fee variance',
+    )
+    t.equal(truth.size, 785, 'one true settlement each')
     // three ordinary pairs: the first exact settlements and their sales
     const confirmed = rScenario
       .map((sc, j) => (sc === 'exact_order_and_authorization_match' ? j : -1))
@@ -718,46 +669,23 @@ const kallaMappings = map([
   ['invoice_date', 'payment_date'],
 ])
 
-/**
- * kalla's truth: a payment's invoice is the one its reference_number names, exactly or with a
- * -PARTn suffix (a split: the parts together pay it), in the same currency. INV-2024-002-DUP is
- * a likely duplicate payment (README), not a match; ADVANCE-001, the blank reference, MISC-001,
- * the EUR payment INT-ORDER-001 (no invoice of that reference in any currency) and UNKNOWN-n name
- * no invoice. Recall counts the payments that have an invoice.
- */
-async function kallaTruth(folder: string) {
-  const invoices = await csv(`${folder}/invoices.csv`)
-  const payments = await csv(`${folder}/payments.csv`)
-  const invoiceIds = cells(invoices, 'invoice_id')
-  const iCurrency = cells(invoices, 'currency')
-  const pCurrency = cells(payments, 'currency')
-  const refs = cells(payments, 'reference_number')
-  const invoiceOf = new Map<number, number>() // payment row → invoice row
-  refs.forEach((ref, j) => {
-    const i = invoiceIds.indexOf(ref.replace(/-PART\d+$/, ''))
-    if (i >= 0 && iCurrency[i] === pCurrency[j]) invoiceOf.set(j, i)
-  })
-  const units = new Map([...invoiceOf.keys()].map((j, k) => [j, k]))
-  const truth: Truth = {
-    correct: (l, r) => invoiceOf.get(r) === l,
-    unit: (_l, r) => units.get(r) ?? -1,
-    size: units.size,
-  }
-  // three ordinary pairs: the first three invoices and the payments naming them
+/** kalla's truth (test/helpers/truth.ts), and three ordinary pairs: the first three invoices and their payments. */
+async function kallaTruth(folder: 'kalla' | 'kalla/generated') {
+  const truth = await kallaJudge(folder).load()
+  const invoiceIds = cells(truth.left, 'invoice_id')
+  const refs = cells(truth.right, 'reference_number')
   const confirmed = [0, 1, 2].map((i) => ({ left: i, right: refs.indexOf(invoiceIds[i]) }))
-  return { invoices, payments, truth, confirmed, invoiceOf, refs }
+  return { invoices: truth.left, payments: truth.right, truth: truth.links, confirmed, refs, judged: truth }
 }
 
 t.test(
   'kalla/generated: 3 confirmed pairs find the exact, tolerance and split payments',
   { skip: datasetsSkip },
   async (t) => {
-    const { invoices, payments, truth, confirmed, invoiceOf } = await kallaTruth('kalla/generated')
-    const stats = JSON.parse(await readFile(join(datasetsDir, 'kalla/generated/stats.json'), 'utf8'))
+    const { invoices, payments, truth, confirmed, judged } = await kallaTruth('kalla/generated')
     // the truth agrees with the generator's own count: 30 exact + 7 tolerance + 2 invoices paid in 2 parts
-    t.equal(truth.size, stats.exact_matches + stats.tolerance_matches + 2 * stats.duplicates)
-    t.equal(truth.size, stats.total_payments - stats.orphan_right)
-    t.equal(new Set(invoiceOf.values()).size, stats.total_invoices - stats.orphan_left)
+    t.same(await kallaGeneratedStatsProblems(judged), [])
+    t.equal(truth.size, 41)
 
     const q = endToEnd(invoices, payments, kallaMappings, confirmed, truth, 100)
     t.comment(`kalla/generated, 3 confirmed pairs, 100-row previews (whole files): ${describe(q)}`)
