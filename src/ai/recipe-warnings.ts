@@ -115,9 +115,11 @@ export function recipeWarnings(input: WarningInput): RecipeWarning[] {
   return out
 }
 
+const isRow = (k: number, length: number) => Number.isInteger(k) && k >= 0 && k < length
+
 /** The confirmed pairs that name sample rows, each once; the others are reported and left out. */
 function confirmedPairs(given: PairPosition[], lengths: { l: number; r: number }, out: RecipeWarning[]) {
-  const outside = given.filter((p) => p.left >= lengths.l || p.right >= lengths.r)
+  const outside = given.filter((p) => !isRow(p.left, lengths.l) || !isRow(p.right, lengths.r))
   if (outside.length)
     out.push({
       pass: null,
@@ -128,7 +130,7 @@ function confirmedPairs(given: PairPosition[], lengths: { l: number; r: number }
   const seen = new Set<string>()
   return given.filter((p) => {
     const key = `${p.left}:${p.right}`
-    if (p.left >= lengths.l || p.right >= lengths.r || seen.has(key)) return false
+    if (!isRow(p.left, lengths.l) || !isRow(p.right, lengths.r) || seen.has(key)) return false
     seen.add(key)
     return true
   })
