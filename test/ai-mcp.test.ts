@@ -162,7 +162,7 @@ t.test('concord mcp over stdio: list and call every tool; errors as isError resu
   t.equal(recipe.left.scope.length, 3, 'the scope in words became the left scope')
 
   const validated = await call('validate_recipe', { recipe, schemas: { left: ledger, right: settlement } })
-  t.same(validated, { valid: true, issues: [], suggestions: [] })
+  t.same(validated, { valid: true, issues: [], suggestions: [], warnings: [] })
 
   const written = await call('nl_to_sql', {
     text: 'same order id, amount within 5 cents, up to 4 days after',

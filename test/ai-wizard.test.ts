@@ -231,7 +231,7 @@ t.test('the wizard over REST: sources to a saved recipe and its full run', { ski
   })
   const recipe = built.recipe
   const validated = await tool(t, app, 'validate_recipe', { recipe, schemas: { left: schema_a, right: schema_b } })
-  t.same(validated, { valid: true, issues: [], suggestions: [] })
+  t.same(validated, { valid: true, issues: [], suggestions: [], warnings: [] })
 
   // 8. a sample run on the scoped tables
   const sampleRun = await waitForRun(app, (await json(t, app, 'POST', '/api/runs', { recipe, mode: 'sample' })).id)

@@ -252,7 +252,7 @@ t.test('a model answering 429 or not at all: bounded retries with backoff, then 
   fake.requests.length = 0
   fake.script(
     { status: 529, retryable: true, body: { type: 'error', error: { type: 'overloaded_error', message: 'busy' } } },
-    { text: JSON.stringify({ valid: true, issues: [], suggestions: [] }) },
+    { text: JSON.stringify({ valid: true, issues: [], suggestions: [], warnings: [] }) },
   )
   const recovered = await app.inject({ method: 'POST', url: '/api/ai', payload: { tool: 'validate_recipe', input } })
   t.equal(recovered.statusCode, 200, recovered.body)

@@ -35,3 +35,6 @@ export function scaleOf(link: Link, s: LinkSamples): number {
 /** "a, b and c". */
 export const joinWords = (words: string[]) =>
   words.length <= 1 ? words.join('') : `${words.slice(0, -1).join(', ')} and ${words[words.length - 1]}`
+
+/** "1 confirmed pair", "3 confirmed pairs". */
+export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
