@@ -259,7 +259,13 @@ export async function wizardScore(
     name: `${sources.left}-vs-${sources.right}`,
   })
   const recipe = built.recipe as Recipe
-  const validation = await tool(app, 'validate_recipe', { recipe, schemas: { left: schema_a, right: schema_b } })
+  // the same samples and confirmed pairs infer_rules saw: the warnings say what cannot be right
+  const validation = await tool(app, 'validate_recipe', {
+    recipe,
+    schemas: { left: schema_a, right: schema_b },
+    samples: { left: sample_a, right: sample_b },
+    confirmed_pairs,
+  })
 
   const runStarted = performance.now()
   const run = await waitForRun(app, (await json(app, 'POST', '/api/runs', { recipe, mode: 'full' })).id)

@@ -1,9 +1,11 @@
 // infer_rules: the matching rules that explain confirmed pairs.
 
-import { Type } from 'typebox'
-import { Glossary, Mapping, PairRef, Pattern, PrimaryKeys, Rule, Sample, TableSchema } from '../schemas.js'
+import { type Static, Type } from 'typebox'
+import { Glossary, Mapping, PairRef, Pattern, PrimaryKeys, Rule, type RuleT, Sample, TableSchema } from '../schemas.js'
 import { infer, observeAndInfer } from '../inference.js'
-import { ruleIssues } from '../rules.js'
+import type { RecipePass } from '../../recipes/schema.js'
+import { recipeWarnings } from '../recipe-warnings.js'
+import { passOf, ruleIssues } from '../rules.js'
 import type { AiTool } from '../types.js'
 
 const input = Type.Object(
@@ -34,6 +36,29 @@ const output = Type.Object({
   ),
 })
 
+type InferInput = Static<typeof input>
+
+/** The warnings that say a rule cannot be right on the confirmed pairs. */
+const IMPOSSIBLE = new Set(['shape_not_1_1', 'excludes_confirmed_pair', 'tolerance_too_wide'])
+
+/** validate_recipe's warnings for rules as the passes of one recipe, on the tool's samples and pairs. */
+function rulesWarnings(rules: RuleT[], given: InferInput) {
+  const names = new Set<string>()
+  const passes = rules.map((rule, n) => {
+    let name = /^[A-Za-z][A-Za-z0-9_-]{0,62}$/.test(rule.name) ? rule.name : `rule_${n + 1}`
+    while (names.has(name)) name = `${name}_${n + 1}`
+    names.add(name)
+    return { name, pattern: rule.pattern ?? '1:1', ...passOf(rule) } as RecipePass
+  })
+  return recipeWarnings({
+    recipe: { name: 'inferred', left: { source: 'a', key: [] }, right: { source: 'b', key: [] }, passes },
+    schemas: { left: given.schema_a, right: given.schema_b },
+    samples: { left: given.sample_a, right: given.sample_b },
+    confirmed_pairs: given.confirmed_pairs,
+    invalidPasses: new Set(),
+  })
+}
+
 export const inferRules: AiTool<typeof input, typeof output> = {
   name: 'infer_rules',
   description:
@@ -47,10 +72,25 @@ export const inferRules: AiTool<typeof input, typeof output> = {
     const { inference, observations } = observeAndInfer(input)
     return { observations, questions: inference.questions }
   },
-  // the recipe validator decides: every rule must parse, type-check and have a usable join
+  // the recipe validator decides: every rule must parse, type-check and have a usable join; and
+  // on the confirmed pairs, no rule may be one validate_recipe calls impossible (a 1:1 rule for
+  // groups, a condition that excludes a confirmed pair, a tolerance past a typical amount) unless
+  // the deterministic answer, from the same evidence, is warned about the same
   check(out, input) {
-    return out.rules.flatMap((rule) =>
+    const problems = out.rules.flatMap((rule) =>
       ruleIssues(rule, input.schema_a, input.schema_b).map((m) => `rule ${rule.name}: ${m}`),
     )
+    // the warnings run every rule over the sample pairs: past validate_recipe's 500 rows a side, not judged
+    if (
+      problems.length ||
+      !input.confirmed_pairs?.length ||
+      Math.max(input.sample_a.length, input.sample_b.length) > 500
+    )
+      return problems
+    const impossible = (rules: RuleT[]) => rulesWarnings(rules, input).filter((w) => IMPOSSIBLE.has(w.code))
+    const ours = new Set(impossible(infer(input).rules).map((w) => w.code))
+    return impossible(out.rules)
+      .filter((w) => !ours.has(w.code))
+      .map((w) => `${w.pass === null ? '' : `rule ${w.pass}: `}${w.message}`)
   },
 }
