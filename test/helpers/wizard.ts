@@ -294,7 +294,8 @@ export function passLine(p: RecipePass): string {
   const parts = [`${p.name} (${p.pattern})`]
   if (p.when) parts.push(p.when)
   if (p.block) parts.push(`block ${p.block.join(' | ')}`)
-  if (p.compare) parts.push(`compare ${p.compare.map((c) => c.name).join(', ')}, threshold ${p.threshold}`)
+  if (p.compare)
+    parts.push(`compare ${p.compare.map((c) => c.name).join(', ')}, threshold ${p.threshold ?? '0.5 (default)'}`)
   if (p.aggregate)
     parts.push(`${p.aggregate.sum} = ${p.aggregate.equals} ± ${JSON.stringify(p.aggregate.tolerance ?? 0)}`)
   return parts.join(': ')
