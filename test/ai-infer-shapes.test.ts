@@ -5,6 +5,7 @@
 
 import t from 'tap'
 import { fitAmounts } from '../src/ai/amount-fit.js'
+import { dateWindow } from '../src/ai/rules.js'
 import { AMOUNT_SCALE } from '../src/ai/links.js'
 import type { ColumnT, MappingT, RowT } from '../src/ai/schemas.js'
 import { buildRecipe } from '../src/ai/tools/build_recipe.js'
@@ -465,4 +466,12 @@ t.test('infer_rules says what it is unsure of and which pair would settle it', a
     offset: '-0.49',
     sums: true,
   })
+})
+
+t.test('date windows: a margin of spread / (n − 1), one side of zero only when the lags were', async (t) => {
+  t.same(dateWindow([0, 0, 0, 0, 0]), [-1, 1], 'same-day pairs: a day of booking lag either way')
+  t.same(dateWindow([1, 1, 2]), [0, 3])
+  t.same(dateWindow([2, 6]), [0, 10], 'two lags: the whole spread again on each side')
+  t.same(dateWindow([-3, -1]), [-5, 0])
+  t.same(dateWindow([-1, 2, 0, 1, 0]), [-2, 3])
 })

@@ -50,7 +50,7 @@ export function amountSql(link: Link, maxDiff: bigint, scale: number): string {
 /**
  * The observed lag range (b's day minus a's) widened on each side by the gap expected beyond the
  * extremes of n draws, spread / (n − 1) (a quarter of it from five lags, half from three), at
- * least one day, not crossing zero when the lags did not.
+ * least one day, not crossing zero when the lags were all on one side of it.
  */
 export function dateWindow(lags: number[]): [number, number] {
   const lo = Math.min(...lags)
@@ -58,8 +58,10 @@ export function dateWindow(lags: number[]): [number, number] {
   const widen = Math.max(1, Math.ceil((hi - lo) / Math.max(1, lags.length - 1)))
   let from = lo - widen
   let to = hi + widen
-  if (lo >= 0) from = Math.max(0, from)
-  if (hi <= 0) to = Math.min(0, to)
+  // lags all on one side stay there; lags all zero say nothing of the direction a day's booking
+  // lag takes, so the window opens a day both ways (a 0..0 window lost every one-day booking)
+  if (lo >= 0 && hi > 0) from = Math.max(0, from)
+  if (hi <= 0 && lo < 0) to = Math.min(0, to)
   return [from, to]
 }
 
