@@ -146,7 +146,7 @@ t.test('concord mcp over stdio: list and call every tool; errors as isError resu
   t.same(inferred.primary_keys, { left: ['ledger_tx_id'], right: ['acquirer_tx_id'] })
   const rules = inferred.rules as { name: string; sql: string }[]
   t.match(rules[0], {
-    name: 'reference_amount_date',
+    name: 'order_id_amount_date',
     sql: /^l\.order_id = r\.order_id AND l\.amount = r\.gross_amount/,
   })
 

@@ -225,10 +225,10 @@ t.test('infer_rules: a single identifier gives an amount-and-date rule, then ide
     out.rules.map((r) => [r.name, r.sql]),
     [
       [
-        'reference_amount_date',
+        'order_id_amount_date',
         "l.order_id = r.order_id AND l.currency = r.currency AND l.amount = r.gross AND r.settled_on BETWEEN CAST(l.occurred_at AS date) AND CAST(l.occurred_at AS date) + INTERVAL '3 days'",
       ],
-      ['reference_amount', 'l.order_id = r.order_id AND l.currency = r.currency AND l.amount = r.gross'],
+      ['order_id_amount', 'l.order_id = r.order_id AND l.currency = r.currency AND l.amount = r.gross'],
     ],
     'never the identifier alone: equal amounts on the confirmed pairs stay a condition',
   )
@@ -366,8 +366,8 @@ t.test(
     t.same(
       out.rules.map((r) => [r.name, r.sql]),
       [
-        ['reference_amount_date', 'l.order_id = r.order_id AND l.amount = r.gross'],
-        ['reference_amount', 'l.order_id = r.order_id AND l.amount = r.gross'],
+        ['order_id_amount_date', 'l.order_id = r.order_id AND l.amount = r.gross'],
+        ['order_id_amount', 'l.order_id = r.order_id AND l.amount = r.gross'],
         ['near_amounts', 'l.order_id = r.order_id AND ABS(l.amount - r.gross) <= 0.04'],
       ].filter((r, i, all) => all.findIndex((x) => x[1] === r[1]) === i),
     )
@@ -630,7 +630,7 @@ t.test(
           'l.order_id = r.order_id AND l.authorization_code = r.authorization_code AND l.merchant_id = r.merchant_id AND l.currency = r.currency AND l.amount = r.gross_amount',
         ],
         [
-          'reference_amount_date',
+          'order_id_amount_date',
           "l.order_id = r.order_id AND l.merchant_id = r.merchant_id AND l.currency = r.currency AND l.amount = r.gross_amount AND r.settlement_date BETWEEN CAST(l.occurred_at AS date) AND CAST(l.occurred_at AS date) + INTERVAL '4 days'",
         ],
         [

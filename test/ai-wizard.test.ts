@@ -199,7 +199,7 @@ t.test('the wizard over REST: sources to a saved recipe and its full run', { ski
   t.same(inferred.primary_keys, { left: ['ledger_tx_id'], right: ['acquirer_tx_id'] })
   t.same(
     rules.map((r) => r.name),
-    ['identifiers', 'reference_amount_date', 'near_amounts'],
+    ['identifiers', 'order_id_amount_date', 'near_amounts'],
   )
   t.match(
     rules[0].sql,
@@ -258,7 +258,7 @@ t.test('the wizard over REST: sources to a saved recipe and its full run', { ski
       // the equal-amount settlements, and the thrice-settled orders held as ambiguous groups
       ['identifiers', expected.exactAmount + expected.ambiguous, expected.ambiguous],
       // nothing left for it: every order and amount it accepts was taken by the pass before
-      ['reference_amount_date', 0, 0],
+      ['order_id_amount_date', 0, 0],
       ['near_amounts', expected.tolerance, 0],
       // order, 5 cents, 0..4 days: what it would take, the passes before took
       ['custom', 0, 0],

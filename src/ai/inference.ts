@@ -451,17 +451,18 @@ export function observeAndInfer(input: InferenceInput): { inference: Inference; 
     if (identifiers.length > 1) {
       strictest = [...identifiers, ...attributes]
       rule('identifiers', strictest, amountOnly, `every identifier agreed on the ${seen}${amountWhy}`)
-      rule('reference_amount_date', [identifiers[0], ...attributes], both, `as on the ${seen}`)
+      rule(`${identifiers[0].link.a.name}_amount_date`, [identifiers[0], ...attributes], both, `as on the ${seen}`)
       // the other identifiers back the first up only where the samples show it blank
       fallbacks([...(blankInSamples(identifiers[0]) ? identifiers.slice(1) : []), ...sparse], [identifiers[0]])
     } else if (identifiers.length === 1) {
       strictest = [identifiers[0], ...attributes]
-      rule('reference_amount_date', strictest, both, `as on the ${seen}`)
-      rule('reference_amount', strictest, amountOnly, `the reference agreed on the ${seen}${amountWhy}`)
+      // named for the key they use: a rule keyed on end_to_end_id is not "reference_…"
+      rule(`${identifiers[0].link.a.name}_amount_date`, strictest, both, `as on the ${seen}`)
+      rule(`${identifiers[0].link.a.name}_amount`, strictest, amountOnly, `the key agreed on the ${seen}${amountWhy}`)
       fallbacks(sparse, [identifiers[0]])
     } else if (sparse.length) {
       strictest = [sparse[0], ...attributes]
-      rule('reference_amount_date', strictest, both, `as on the ${seen} that carry it`)
+      rule(`${sparse[0].link.a.name}_amount_date`, strictest, both, `as on the ${seen} that carry it`)
       const blank = fallbacks(sparse.slice(1), [sparse[0]])
       rule('amount_date', [...attributes, ...names], both, `no key on either side; as on the ${seen}`, blank)
     } else if (freeTexts.length) {
