@@ -7,8 +7,8 @@
 
 import { type AmountFit, betterFit, fittedSql, fitAmounts, fitWords } from './amount-fit.js'
 import { amountOf, dayOf, isCodeLike, isOneToken, type Link, type LinkSamples, linkName, textOf } from './links.js'
-import { equalLinks, joinWords, scaleOf } from './observations.js'
-import { dateWindow, decimalText, equalitySql, toleranceText, windowSql, windowWords } from './rules.js'
+import { dateWindows, equalLinks, joinWords, scaleOf } from './observations.js'
+import { decimalText, equalitySql, toleranceText, windowSql, windowWords } from './rules.js'
 import type { ColumnT, RowT, RuleT } from './schemas.js'
 
 /** One record of the `one` side and the records of the other side it was confirmed with. */
@@ -131,20 +131,7 @@ export function groupRule(
   }
   if (!parts.length) return undefined
   // the members' dates: the narrowest window of a date link that holds every member pair
-  const windows = links
-    .filter((l) => l.role === 'date')
-    .map((link) => {
-      const lags = flat.map(([a, b]) => {
-        const x = dayOf(a[link.a.name])
-        const y = dayOf(b[link.b.name])
-        return x === null || y === null ? null : y - x
-      })
-      if (lags.some((d) => d === null)) return undefined
-      const window = dateWindow(lags as number[])
-      return { link, window, spread: window[1] - window[0] }
-    })
-    .filter((w) => w !== undefined)
-    .sort((x, y) => x.spread - y.spread)
+  const windows = dateWindows(links, flat)
   if (windows.length) {
     const { link } = windows[0]
     let window = windows[0].window

@@ -9,7 +9,6 @@ import {
   AMOUNT_SCALE,
   amountOf,
   chooseLinks,
-  dayOf,
   isCodeLike,
   isOneToken,
   type Link,
@@ -20,17 +19,8 @@ import {
 } from './links.js'
 import { chooseGreedily, scorePairs } from './pairs.js'
 import { recordKey } from './record-keys.js'
-import {
-  amountSql,
-  dateWindow,
-  decimalText,
-  equalitySql,
-  ruleIssues,
-  toleranceText,
-  windowSql,
-  windowWords,
-} from './rules.js'
-import { abs, type Equal, equalLinks, joinWords, scaleOf } from './observations.js'
+import { amountSql, decimalText, equalitySql, ruleIssues, toleranceText, windowSql, windowWords } from './rules.js'
+import { abs, dateWindows, type Equal, equalLinks, joinWords, lagsOf, scaleOf } from './observations.js'
 import { amountDiff, byDiff, firstKind, nearAmounts } from './sample-evidence.js'
 import { fittedSql, fitWords } from './amount-fit.js'
 import { type AmountChoice, chooseAmount, type Group, groupRule, suspectedGroups } from './group-rules.js'
@@ -373,19 +363,7 @@ export function observeAndInfer(input: InferenceInput): { inference: Inference; 
 
     const dateLinks = links.filter((l) => l.role === 'date')
     const fixedDate = dateLinks.find((l) => l.a.name === glossary.roles.a.date || l.b.name === glossary.roles.b.date)
-    const windows = dateLinks
-      .map((link) => {
-        const lags = singles.map(([a, b]) => {
-          const x = dayOf(a[link.a.name])
-          const y = dayOf(b[link.b.name])
-          return x === null || y === null ? null : y - x
-        })
-        if (lags.some((d) => d === null)) return undefined
-        const window = dateWindow(lags as number[])
-        return { link, window, spread: window[1] - window[0] }
-      })
-      .filter((x) => x !== undefined)
-      .sort((x, y) => (x.link === fixedDate ? -1 : y.link === fixedDate ? 1 : x.spread - y.spread))
+    const windows = dateWindows(dateLinks, singles, fixedDate)
     const date = windows[0]
 
     const eqSql = (list: Equal[]) => list.map((e) => equalitySql(e.link, e.exact))
@@ -549,11 +527,10 @@ export function observeAndInfer(input: InferenceInput): { inference: Inference; 
         .map((l) => ({
           a: l.a.name,
           b: l.b.name,
-          lags: pairRefs.map((p) => {
-            const x = dayOf(input.sample_a[p.left][l.a.name])
-            const y = dayOf(input.sample_b[p.right][l.b.name])
-            return x === null || y === null ? null : y - x
-          }),
+          lags: lagsOf(
+            l,
+            pairRefs.map((p) => [input.sample_a[p.left], input.sample_b[p.right]]),
+          ),
         })),
       keys: observations.keys,
     },

@@ -2,7 +2,8 @@
 // sample evidence: which text links agree (exactly, or after TRIM/UPPER), at what scale amounts
 // are written, and how a list of words reads in a description.
 
-import { amountScale, type Link, type LinkSamples, textAgreement, textOf } from './links.js'
+import { amountScale, dayOf, type Link, type LinkSamples, textAgreement, textOf } from './links.js'
+import { dateWindow } from './rules.js'
 import type { RowT } from './schemas.js'
 
 /** A text link equal on every observed pair, exactly or only after TRIM/UPPER. */
@@ -38,3 +39,32 @@ export const joinWords = (words: string[]) =>
 
 /** "1 confirmed pair", "3 confirmed pairs". */
 export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
+
+/** b's day minus a's on each pair, null where either date is missing. */
+export function lagsOf(link: Link, pairs: [RowT, RowT][]): (number | null)[] {
+  return pairs.map(([a, b]) => {
+    const x = dayOf(a[link.a.name])
+    const y = dayOf(b[link.b.name])
+    return x === null || y === null ? null : y - x
+  })
+}
+
+/**
+ * The window of each date link every pair has both dates of, the narrowest first (`first`, a
+ * glossary's date link, before all).
+ */
+export function dateWindows(
+  links: Link[],
+  pairs: [RowT, RowT][],
+  first?: Link,
+): { link: Link; window: [number, number] }[] {
+  return links
+    .filter((l) => l.role === 'date')
+    .flatMap((link) => {
+      const lags = lagsOf(link, pairs)
+      return lags.some((d) => d === null) ? [] : [{ link, window: dateWindow(lags as number[]) }]
+    })
+    .sort((x, y) =>
+      x.link === first ? -1 : y.link === first ? 1 : x.window[1] - x.window[0] - (y.window[1] - y.window[0]),
+    )
+}

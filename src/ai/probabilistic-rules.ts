@@ -7,8 +7,8 @@
 // when the pairs show more — and the data's own weights decide what a difference is worth.
 
 import type { RecipeComparison } from '../recipes/schema.js'
-import { amountOf, dayOf, type Link } from './links.js'
-import { abs, type Equal, joinWords } from './observations.js'
+import { amountOf, type Link } from './links.js'
+import { abs, type Equal, joinWords, lagsOf } from './observations.js'
 import { windowSql, windowWords } from './rules.js'
 import type { FreeText } from './text-evidence.js'
 import type { ColumnT, RowT, RuleT } from './schemas.js'
@@ -89,11 +89,10 @@ export function probabilisticRule(opts: {
     words.push(`amounts within ${Math.round(width * 100)}%`)
   }
   if (date) {
-    const lags = pairs.flatMap(({ a, b }) => {
-      const x = dayOf(a[date.a.name])
-      const y = dayOf(b[date.b.name])
-      return x === null || y === null ? [] : [y - x]
-    })
+    const lags = lagsOf(
+      date,
+      pairs.map(({ a, b }) => [a, b]),
+    ).filter((d) => d !== null)
     const lo = Math.min(0, ...lags)
     const hi = Math.max(0, ...lags)
     const window: [number, number] = [
