@@ -310,6 +310,19 @@ t.test('memos that name the payer, no key: a probabilistic pass, its weights lea
   t.comment(`generated transfers via infer_rules: ${right} right, ${wrong} wrong of ${data.truth.size}`)
   t.ok(right / (right + wrong) >= 0.98)
   t.ok(right / data.truth.size >= 0.95)
+  // the memo mapped to nothing (names never repeat exactly on the other side): found all the same
+  const renamed = inferRules.deterministic({
+    schema_a: schemaA.map((c) => (c.name === 'memo' ? { ...c, name: 'details' } : c)),
+    schema_b: schemaB.map((c) => (c.name === 'memo' ? { ...c, name: 'remittance' } : c)),
+    sample_a: sampleA.map(({ memo, ...r }) => ({ ...r, details: memo })),
+    sample_b: sampleB.map(({ memo, ...r }) => ({ ...r, remittance: memo })),
+    mappings: map([
+      ['amount', 'amount'],
+      ['sent_date', 'booking_date'],
+    ]),
+    confirmed_pairs: confirmed,
+  })
+  t.same(renamed.rules[0]?.block?.[0], 'shares_token(l.details, r.remittance)')
   // memos that do not tell partners apart are no evidence: the same filler everywhere
   const bland = inferRules.deterministic({
     schema_a: schemaA,

@@ -137,6 +137,28 @@ function equationPart(choice: AmountChoice): { sql: string; words: string } {
     : { sql: `ABS(${expr} - ${y}) <= ${tolerance}`, words: `${words}, within ${tolerance}` }
 }
 
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0
+
+/**
+ * The text links free text may carry the link on: the mapped ones not equal on the pairs, then
+ * every other pairing of string columns no equality uses (a memo mapped to nothing, or to the
+ * wrong column, because its values never repeat on the other side).
+ */
+function textCandidates(links: Link[], equal: Equal[], s: LinkSamples): Link[] {
+  const usedA = new Set(equal.map((e) => e.link.a.name))
+  const usedB = new Set(equal.map((e) => e.link.b.name))
+  // words, not codes: most of the sample's values hold a space (an unmapped id is no memo)
+  const wordy = (rows: RowT[], c: ColumnT) => {
+    const values = rows.map((r) => textOf(r[c.name])).filter((v) => v !== null)
+    return values.length > 0 && values.filter((v) => !isOneToken(v)).length * 2 >= values.length
+  }
+  const out = links.filter((l) => l.role === 'text' && !equal.some((e) => e.link === l))
+  for (const a of s.schemaA.filter((c) => c.type === 'string' && !usedA.has(c.name) && wordy(s.rowsA, c)))
+    for (const b of s.schemaB.filter((c) => c.type === 'string' && !usedB.has(c.name) && wordy(s.rowsB, c)))
+      if (!out.some((l) => l.a === a && l.b === b)) out.push({ a, b, role: 'text' })
+  return out
+}
+
 /** `(l.x IS NULL OR r.y IS NULL)`: a key one of the records lacks. */
 const blankSql = (e: Equal) => `(l.${e.link.a.name} IS NULL OR r.${e.link.b.name} IS NULL)`
 
@@ -326,8 +348,7 @@ export function observeAndInfer(input: InferenceInput): { inference: Inference; 
     // a probabilistic pass instead of a band on amount and date alone
     const freeTexts = identifiers.length
       ? []
-      : links
-          .filter((l) => l.role === 'text' && !equal.some((e) => e.link === l))
+      : textCandidates(links, equal, samples)
           .map((link) => freeTextEvidence(link, input.sample_a, input.sample_b, singlePairs))
           .filter((e) => {
             observations.freeText.push({
@@ -340,6 +361,9 @@ export function observeAndInfer(input: InferenceInput): { inference: Inference; 
             })
             return carriesLink(e)
           })
+          // each column in one text link: the one that tells partners apart best
+          .sort((x, y) => y.partnerBest - x.partnerBest || median(y.confirmed) - median(x.confirmed))
+          .filter((e, k, all) => all.findIndex((o) => o.link.a === e.link.a || o.link.b === e.link.b) === k)
 
     const amountLinks = links.filter((l) => l.role === 'amount')
     const fixedAmount = amountLinks.find(
