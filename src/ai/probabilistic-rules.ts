@@ -3,7 +3,7 @@
 // amounts' relative difference and the lag in levels; let the engine learn each level's weight
 // from the data (EM), anchored by the confirmed pairs. Five confirmed pairs are too few to draw
 // hard limits from: a 1.2% fee seen on one pair says nothing of the FX drift on the next. So the
-// levels stay soft and the blocking generous — at least 10% on amounts, two weeks on dates, more
+// levels stay soft and the blocking generous — at least 10% on amounts, three weeks on dates, more
 // when the pairs show more — and the data's own weights decide what a difference is worth.
 
 import type { RecipeComparison } from '../recipes/schema.js'
@@ -15,9 +15,14 @@ import type { ColumnT, RowT, RuleT } from './schemas.js'
 
 const col = (side: 'l' | 'r', c: ColumnT) => `${side}.${c.name}`
 
-/** Relative blocking widths, and lag windows in days: the first that holds what the pairs show, with room. */
+/**
+ * Relative blocking widths, and lag windows in days: the first that holds what the pairs show,
+ * with room. Three weeks at least: slow transfers take that long, and it stays short of a month,
+ * so a monthly payer's next transfer is not a candidate (a 31-day window cost recall on
+ * transfers/ for that reason, and a 14-day one lost the 15–21-day lags of bench/gen-unkeyed.ts).
+ */
 const RELATIVE_WIDTHS = [0.1, 0.2, 0.5]
-const WINDOW_DAYS = [14, 21, 31, 45, 62, 92, 183, 366]
+const WINDOW_DAYS = [21, 31, 45, 62, 92, 183, 366]
 const LAG_LADDER: [number, number][] = [
   [0, 0],
   [1, 1],
