@@ -5,6 +5,7 @@ import type { JsonRow } from '../engine/data/table.js'
 import type { ColumnInfo, FilterCondition } from '../engine/data/types.js'
 import type { Recipe } from '../recipes/schema.js'
 import type { ValidationReport } from '../recipes/validate.js'
+import type { RuleT } from '../ai/schemas.js'
 
 export const PHASES = [
   'greeting',
@@ -47,10 +48,12 @@ export interface ConfirmedPair {
   right: JsonRow
 }
 
+/** infer_rules' answer as the session keeps it (rules may be groups or probabilistic: see RuleT). */
 export interface InferredRules {
   pattern: string
   primary_keys: { left: string[]; right: string[] }
-  rules: { name: string; sql: string; description: string; confidence: number }[]
+  rules: RuleT[]
+  questions?: { ask: string; message: string }[]
 }
 
 /** Something a tool produced that later prompts list, so the model reuses it instead of redoing it. */

@@ -13,6 +13,7 @@ import type { FilterCondition } from '../engine/data/types.js'
 import { ConcordError } from '../errors.js'
 import type { Recipe } from '../recipes/schema.js'
 import type { Artifact, Sample, SessionState } from './session.js'
+import type { JsonRow } from '../engine/data/table.js'
 
 export interface Card {
   type: 'source_preview' | 'sample' | 'match_proposals' | 'rules' | 'recipe' | 'validation' | 'run_summary'
@@ -247,9 +248,21 @@ export const AGENT_TOOLS: AgentTool[] = [
       if (!s.schema_left || !s.schema_right || !s.sample_left || !s.sample_right)
         throw new ConcordError('no_samples', 'load both scoped samples first', 400)
       const pairs = s.confirmed_pairs
-      // the confirmed rows first, so the pairs are rows 0..n-1 of each sample
-      const sampleA = [...pairs.map((p) => p.left), ...s.sample_left.rows]
-      const sampleB = [...pairs.map((p) => p.right), ...s.sample_right.rows]
+      // the confirmed rows first, each once: a payout confirmed with three captures is one row of
+      // sample b that three pairs name, which is how infer_rules sees a group
+      const firstRows = (rows: JsonRow[]) => {
+        const keys: string[] = []
+        const at = rows.map((row) => {
+          const key = JSON.stringify(row)
+          const i = keys.indexOf(key)
+          return i >= 0 ? i : keys.push(key) - 1
+        })
+        return { rows: keys.map((k) => JSON.parse(k) as JsonRow), at }
+      }
+      const confirmedA = firstRows(pairs.map((p) => p.left))
+      const confirmedB = firstRows(pairs.map((p) => p.right))
+      const sampleA = [...confirmedA.rows, ...s.sample_left.rows]
+      const sampleB = [...confirmedB.rows, ...s.sample_right.rows]
       const mappings = (
         (
           await app.ai.run('detect_field_mappings', {
@@ -266,7 +279,7 @@ export const AGENT_TOOLS: AgentTool[] = [
         sample_a: sampleA,
         sample_b: sampleB,
         mappings,
-        confirmed_pairs: pairs.map((_, n) => ({ left: n, right: n })),
+        confirmed_pairs: pairs.map((_, n) => ({ left: confirmedA.at[n], right: confirmedB.at[n] })),
       })
       const rules = answer.result as SessionState['rules']
       return {
