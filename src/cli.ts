@@ -1,11 +1,8 @@
-// The `concord` command. Subcommands: serve (the HTTP service), migrate, openapi.
+// The `concord` command. Subcommands: serve (the HTTP service), reconcile, mcp, migrate, openapi.
+// Each loads only what it uses (dynamic imports): `concord --help` reads two small modules, not
+// the server, the engine and the database (every module is transpiled on start).
 
-import { buildApp } from './app.js'
-import { loadConfig } from './config.js'
-import { embeddedDir, migrateToLatest, openDatabase } from './db/connect.js'
-import { serveMcp } from './ai/mcp.js'
-import { RECONCILE_USAGE, reconcileCommand } from './runs/cli.js'
-import { serve } from './server.js'
+import { RECONCILE_USAGE } from './runs/usage.js'
 
 const USAGE = `usage: concord <command>
 
@@ -23,14 +20,24 @@ ${RECONCILE_USAGE}`
 export async function main(argv: string[]): Promise<void> {
   const [command] = argv
   switch (command) {
-    case 'serve':
+    case 'serve': {
+      const { serve } = await import('./server.js')
       return serve()
-    case 'reconcile':
+    }
+    case 'reconcile': {
+      const { loadConfig } = await import('./config.js')
+      const { reconcileCommand } = await import('./runs/cli.js')
       process.exitCode = await reconcileCommand(argv.slice(1), loadConfig({ ...process.env, LOG_LEVEL: 'silent' }))
       return
-    case 'mcp':
+    }
+    case 'mcp': {
+      const { loadConfig } = await import('./config.js')
+      const { serveMcp } = await import('./ai/mcp.js')
       return serveMcp(loadConfig({ ...process.env, LOG_LEVEL: 'silent' }))
+    }
     case 'migrate': {
+      const { loadConfig } = await import('./config.js')
+      const { embeddedDir, migrateToLatest, openDatabase } = await import('./db/connect.js')
       const config = loadConfig()
       const database = await openDatabase({ url: config.databaseUrl, pgliteDir: embeddedDir(config.dataDir) })
       try {
@@ -42,6 +49,9 @@ export async function main(argv: string[]): Promise<void> {
       return
     }
     case 'openapi': {
+      const { loadConfig } = await import('./config.js')
+      const { openDatabase } = await import('./db/connect.js')
+      const { buildApp } = await import('./app.js')
       const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent' })
       const database = await openDatabase({ pgliteDir: 'memory://' })
       const app = await buildApp({ config, database, logger: false })
