@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { extname, join, resolve } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import type { Config } from '../config.js'
-import { embeddedDir, migrateToLatest, openDatabase, type ServiceDatabase } from '../db/connect.js'
+import type { ServiceDatabase } from '../db/connect.js'
 import type { RunSummary } from '../engine/reconcile.js'
 import type { ColumnInfo } from '../engine/data/types.js'
 import { ConcordError } from '../errors.js'
@@ -168,6 +168,8 @@ class SourceBinder {
   }
 
   private async open(): Promise<ServiceDatabase> {
+    // imported here: a run on files never loads PGlite, pg or the migrations
+    const { embeddedDir, migrateToLatest, openDatabase } = await import('../db/connect.js')
     const database = await openDatabase({ url: this.config.databaseUrl, pgliteDir: embeddedDir(this.config.dataDir) })
     await migrateToLatest(database.db)
     const ws = await database.db
