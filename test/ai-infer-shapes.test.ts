@@ -488,3 +488,82 @@ t.test('date windows: a margin of spread / (n − 1), one side of zero only when
   t.same(dateWindow([-3, -1]), [-5, 0])
   t.same(dateWindow([-1, 2, 0, 1, 0]), [-2, 3])
 })
+
+t.test('pairs linking several records on both sides are N:M: sums against sums', async (t) => {
+  // each customer's invoices of a month, settled by payments that each cover parts of several
+  const rand = prng(5)
+  const invoices: RowT[] = []
+  const payments: RowT[] = []
+  const truth = new Map<string, string>()
+  for (let c = 0; c < 30; c++) {
+    const customer = `K${c}`
+    const amounts = Array.from({ length: 2 + Math.floor(rand() * 3) }, () => 100 + Math.floor(rand() * 90_000))
+    amounts.forEach((cents, k) =>
+      invoices.push({
+        invoice_id: `I${c}-${k}`,
+        customer,
+        amount: (cents / 100).toFixed(2),
+        issued: `2025-04-${String(1 + k).padStart(2, '0')}`,
+      }),
+    )
+    const total = amounts.reduce((x, y) => x + y, 0)
+    const first = Math.floor(total / 3)
+    for (const [k, cents] of [first, total - first].entries())
+      payments.push({
+        payment_id: `P${c}-${k}`,
+        customer,
+        paid: (cents / 100).toFixed(2),
+        paid_on: `2025-04-${String(10 + k).padStart(2, '0')}`,
+      })
+    truth.set(customer, customer)
+  }
+  const a: ColumnT[] = [
+    { name: 'invoice_id', type: 'string' },
+    { name: 'customer', type: 'string' },
+    { name: 'amount', type: 'decimal', scale: 2 },
+    { name: 'issued', type: 'date' },
+  ]
+  const b: ColumnT[] = [
+    { name: 'payment_id', type: 'string' },
+    { name: 'customer', type: 'string' },
+    { name: 'paid', type: 'decimal', scale: 2 },
+    { name: 'paid_on', type: 'date' },
+  ]
+  // the first two customers confirmed: each of their invoices with each of their payments
+  const confirmed_pairs: { left: number; right: number }[] = []
+  invoices.forEach((inv, i) =>
+    payments.forEach((pay, j) => {
+      if (inv.customer === pay.customer && ['K0', 'K1'].includes(String(inv.customer)))
+        confirmed_pairs.push({ left: i, right: j })
+    }),
+  )
+  const out = inferRules.deterministic({
+    schema_a: a,
+    schema_b: b,
+    sample_a: invoices,
+    sample_b: payments,
+    mappings: map([
+      ['customer', 'customer'],
+      ['amount', 'paid'],
+      ['issued', 'paid_on'],
+    ]),
+    confirmed_pairs,
+  })
+  t.equal(out.pattern, 'N:M')
+  t.match(out.rules[0], {
+    pattern: 'N:M',
+    sql: /^l\.customer = r\.customer AND r\.paid_on BETWEEN/,
+    aggregate: { sum: 'SUM(l.amount)', equals: 'r.paid', tolerance: '0.01' },
+  })
+  t.same(out.questions, [])
+  const e = runInferred(out, invoices, payments)
+  t.same(partitionProblems(e, invoices.length, payments.length), [])
+  const groups = e.matches.filter((m) => !m.ambiguous)
+  t.equal(groups.length, 30, "every customer's month one group")
+  t.ok(
+    groups.every(
+      (m) => new Set([...m.left_keys, ...m.right_keys].map((k) => String(k).slice(1).split('-')[0])).size === 1,
+    ),
+    'each group one customer',
+  )
+})

@@ -15,6 +15,8 @@ import type { ColumnT, RowT, RuleT } from './schemas.js'
 export interface Group {
   one: RowT
   many: RowT[]
+  /** N:M: every record of the `one` side in the group (`one` is the first), their amounts summed. */
+  ones?: RowT[]
 }
 
 const isExactAmount = (c: ColumnT) => c.type === 'decimal' || c.type === 'integer'
@@ -49,8 +51,13 @@ export function chooseAmount(
           if (v === null) return null
           x += v
         }
-        const y = amountOf(g.one[o.name])
-        return y === null ? null : { x, y }
+        let y = 0n
+        for (const r of g.ones ?? [g.one]) {
+          const v = amountOf(r[o.name])
+          if (v === null) return null
+          y += v
+        }
+        return { x, y }
       })
       if (points.some((p) => p === null)) continue
       const scale = scaleOf({ a: m, b: o, role: 'amount' }, s)
@@ -221,4 +228,46 @@ export function suspectedGroups(
   if (b >= 1.5 * a) return { many: 'a', members: members(b / a) }
   if (a >= 1.5 * b) return { many: 'b', members: members(a / b) }
   return undefined
+}
+
+/**
+ * N:M: confirmed pairs whose connected components hold several records on both sides (invoices
+ * settled by payments that each cover parts of several). What every confirmed pair shares, their
+ * lags as a window, and the left sums' equation to the right sums, fitted over the components as
+ * for groups. Components are given as [left rows, right rows, the confirmed pairs in them].
+ */
+export function componentRule(
+  links: Link[],
+  components: { a: RowT[]; b: RowT[]; pairs: [RowT, RowT][] }[],
+  samples: LinkSamples,
+): Omit<RuleT, 'confidence'> | undefined {
+  const pairs = components.flatMap((c) => c.pairs)
+  const equal = equalLinks(links, pairs).filter((e) => pairs.every(([a]) => isOneToken(textOf(a[e.link.a.name]) ?? '')))
+  if (!equal.length) return undefined
+  const parts = equal.map((e) => equalitySql(e.link, e.exact))
+  const words = equal.map((e) => `same ${linkName(e.link)}`)
+  const windows = dateWindows(links, pairs)
+  if (windows.length) {
+    parts.push(windowSql(windows[0].link, windows[0].window))
+    words.push(windowWords(windows[0].window))
+  }
+  const groups = components.map((c) => ({ one: c.b[0], ones: c.b, many: c.a }))
+  const amount = chooseAmount(groups, samples.schemaA, samples.schemaB, links, samples)
+  if (!amount) return undefined
+  const { fit, scale } = amount
+  const tolerance = fit.tolerance === 0n ? decimalText(1n, scale) : toleranceText(fit.tolerance, scale)
+  const largest = Math.max(...components.map((c) => Math.max(c.a.length, c.b.length)))
+  const n = components.length
+  return {
+    name: 'many_to_many',
+    sql: parts.join(' AND '),
+    description: `${joinWords(words)}; the left records' ${amount.many.name} summed, ${fitWords(fit, scale, tolerance)}, is the right records' ${amount.one.name} summed (within ${tolerance}): as in ${n} confirmed group${n === 1 ? '' : 's'} with several records on both sides`,
+    pattern: 'N:M',
+    aggregate: {
+      sum: fittedSql(`SUM(l.${amount.many.name})`, fit, scale),
+      equals: `r.${amount.one.name}`,
+      tolerance,
+      max_group: Math.min(12, largest + 2),
+    },
+  }
 }

@@ -23,7 +23,14 @@ import { amountSql, decimalText, equalitySql, ruleIssues, toleranceText, windowS
 import { abs, dateWindows, type Equal, equalLinks, joinWords, lagsOf, scaleOf } from './observations.js'
 import { amountDiff, byDiff, firstKind, nearAmounts } from './sample-evidence.js'
 import { fittedSql, fitWords } from './amount-fit.js'
-import { type AmountChoice, chooseAmount, type Group, groupRule, suspectedGroups } from './group-rules.js'
+import {
+  type AmountChoice,
+  chooseAmount,
+  componentRule,
+  type Group,
+  groupRule,
+  suspectedGroups,
+} from './group-rules.js'
 import { splitRule } from './split-rules.js'
 import { probabilisticRule } from './probabilistic-rules.js'
 import { carriesLink, freeTextEvidence } from './text-evidence.js'
@@ -159,6 +166,33 @@ function textCandidates(links: Link[], equal: Equal[], s: LinkSamples): Link[] {
   return out
 }
 
+/** Connected components of the confirmed pairs (records linked through shared pairs). */
+function confirmedComponents(
+  pairs: { left: number; right: number }[],
+): { lefts: number[]; rights: number[]; pairs: { left: number; right: number }[] }[] {
+  const parent = new Map<string, string>()
+  const find = (x: string): string => {
+    let r = x
+    while (parent.get(r) !== r) r = parent.get(r)!
+    parent.set(x, r)
+    return r
+  }
+  for (const p of pairs) {
+    for (const k of [`l${p.left}`, `r${p.right}`]) if (!parent.has(k)) parent.set(k, k)
+    parent.set(find(`l${p.left}`), find(`r${p.right}`))
+  }
+  const out = new Map<string, { lefts: number[]; rights: number[]; pairs: { left: number; right: number }[] }>()
+  for (const p of pairs) {
+    const root = find(`l${p.left}`)
+    const c = out.get(root) ?? { lefts: [], rights: [], pairs: [] }
+    if (!c.lefts.includes(p.left)) c.lefts.push(p.left)
+    if (!c.rights.includes(p.right)) c.rights.push(p.right)
+    c.pairs.push(p)
+    out.set(root, c)
+  }
+  return [...out.values()]
+}
+
 /** `(l.x IS NULL OR r.y IS NULL)`: a key one of the records lacks. */
 const blankSql = (e: Equal) => `(l.${e.link.a.name} IS NULL OR r.${e.link.b.name} IS NULL)`
 
@@ -262,7 +296,28 @@ export function observeAndInfer(input: InferenceInput): { inference: Inference; 
     if (rights.length > 1) oneToMany.push({ one: input.sample_a[left], many: rights.map((r) => input.sample_b[r]) })
   for (const [right, lefts] of byRight)
     if (lefts.length > 1) manyToOne.push({ one: input.sample_b[right], many: lefts.map((l) => input.sample_a[l]) })
-  const lone = pairRefs.filter((p) => byLeft.get(p.left)!.length === 1 && byRight.get(p.right)!.length === 1)
+  // N:M: a component of confirmed pairs with several records on both sides makes every component
+  // a group of an N:M rule (1:1, 1:N and N:1 components are groups of it too)
+  const components = confirmedComponents(pairRefs)
+  const manyToMany = components.some((c) => c.lefts.length > 1 && c.rights.length > 1)
+  const nmRule = manyToMany
+    ? componentRule(
+        links,
+        components.map((c) => ({
+          a: c.lefts.map((i) => input.sample_a[i]),
+          b: c.rights.map((j) => input.sample_b[j]),
+          pairs: c.pairs.map((p) => [input.sample_a[p.left], input.sample_b[p.right]] as [RowT, RowT]),
+        })),
+        samples,
+      )
+    : undefined
+  if (nmRule) {
+    oneToMany.length = 0
+    manyToOne.length = 0
+  }
+  const lone = nmRule
+    ? []
+    : pairRefs.filter((p) => byLeft.get(p.left)!.length === 1 && byRight.get(p.right)!.length === 1)
   // the group rules, the side with more groups first (both at once is N:M: each kind its own pass);
   // with groups of one shape only, a lone pair sharing what the groups share is a group of one (a
   // payout of one capture), the others stay 1:1 pairs (an invoice paid whole)
@@ -505,14 +560,15 @@ export function observeAndInfer(input: InferenceInput): { inference: Inference; 
     }
   }
 
-  if (shapes.length) for (const rule of groupRules) push(rule)
+  if (nmRule) push(nmRule)
+  else if (shapes.length) for (const rule of groupRules) push(rule)
   else {
     const split = splitRule(links, singleEquals, samples)
     if (split) push(split)
   }
   const pattern = rules.find((r) => r.pattern && r.pattern !== '1:1')?.pattern ?? '1:1'
   const questions: Question[] = []
-  const groupCount = oneToMany.length + manyToOne.length
+  const groupCount = nmRule ? components.length : oneToMany.length + manyToOne.length
   if (observations.suspected)
     questions.push({
       ask: 'group',
