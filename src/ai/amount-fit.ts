@@ -29,7 +29,9 @@ export interface AmountPoint {
 
 const RANK: Record<AmountKind, number> = { equal: 0, offset: 1, proportional: 2, close: 3 }
 
-const unitAt = (scale: number) => 10n ** BigInt(AMOUNT_SCALE - Math.min(Math.max(scale, 0), AMOUNT_SCALE))
+/** The decimals an amount of `scale` is written with, and one unit of it at AMOUNT_SCALE. */
+export const digitsAt = (scale: number) => Math.min(Math.max(scale, 0), AMOUNT_SCALE)
+export const unitAt = (scale: number) => 10n ** BigInt(AMOUNT_SCALE - digitsAt(scale))
 
 /** x rounded half away from zero to a multiple of `unit`. */
 function roundTo(x: bigint, unit: bigint): bigint {
@@ -89,21 +91,22 @@ export function betterFit(x: AmountFit, y: AmountFit): boolean {
   return abs(x.offset) < abs(y.offset)
 }
 
+/** The offset's size rounded to the amounts' scale, as decimal text ("0.49"). */
+function offsetText(fit: AmountFit, scale: number): string {
+  const unit = unitAt(scale)
+  return decimalText(abs(roundTo(fit.offset, unit)) / unit, digitsAt(scale))
+}
+
 /** `SUM(l.x) * 0.971 - 0.30`: a fit written around an expression, the offset at the amounts' scale. */
 export function fittedSql(expr: string, fit: AmountFit, scale: number): string {
-  const unit = unitAt(scale)
   const times = fit.kind === 'proportional' ? `${expr} * ${fit.factor}` : expr
   if (fit.offset === 0n) return times
-  const digits = Math.min(Math.max(scale, 0), AMOUNT_SCALE)
-  const text = decimalText(abs(roundTo(fit.offset, unit)) / unit, digits)
-  return `${times} ${fit.offset < 0n ? '-' : '+'} ${text}`
+  return `${times} ${fit.offset < 0n ? '-' : '+'} ${offsetText(fit, scale)}`
 }
 
 /** "less a fixed 0.49", "× 0.971 less 0.30", "equal", "within 0.04". */
 export function fitWords(fit: AmountFit, scale: number, tolerance: string): string {
-  const unit = unitAt(scale)
-  const digits = Math.min(Math.max(scale, 0), AMOUNT_SCALE)
-  const off = decimalText(abs(roundTo(fit.offset, unit)) / unit, digits)
+  const off = offsetText(fit, scale)
   const sign = fit.offset < 0n ? 'less' : 'plus'
   switch (fit.kind) {
     case 'equal':

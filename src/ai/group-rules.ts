@@ -7,7 +7,7 @@
 
 import { type AmountFit, betterFit, fittedSql, fitAmounts, fitWords } from './amount-fit.js'
 import { amountOf, dayOf, isCodeLike, isOneToken, type Link, type LinkSamples, linkName, textOf } from './links.js'
-import { dateWindows, equalLinks, joinWords, scaleOf } from './observations.js'
+import { dateWindows, equalLinks, joinWords, median, scaleOf } from './observations.js'
 import { decimalText, equalitySql, toleranceText, windowSql, windowWords } from './rules.js'
 import type { ColumnT, RowT, RuleT } from './schemas.js'
 
@@ -45,19 +45,9 @@ export function chooseAmount(
   for (const m of manyCols.filter(isExactAmount))
     for (const o of oneCols.filter(isExactAmount)) {
       const points = groups.map((g) => {
-        let x = 0n
-        for (const r of g.many) {
-          const v = amountOf(r[m.name])
-          if (v === null) return null
-          x += v
-        }
-        let y = 0n
-        for (const r of g.ones ?? [g.one]) {
-          const v = amountOf(r[o.name])
-          if (v === null) return null
-          y += v
-        }
-        return { x, y }
+        const x = sumOf(g.many, m)
+        const y = sumOf(g.ones ?? [g.one], o)
+        return x === null || y === null ? null : { x, y }
       })
       if (points.some((p) => p === null)) continue
       const scale = scaleOf({ a: m, b: o, role: 'amount' }, s)
@@ -72,6 +62,26 @@ export function chooseAmount(
     }
   return best
 }
+
+/** The exact sum of a column over rows, null when a row has no amount there. */
+function sumOf(rows: RowT[], c: ColumnT): bigint | null {
+  let sum = 0n
+  for (const r of rows) {
+    const v = amountOf(r[c.name])
+    if (v === null) return null
+    sum += v
+  }
+  return sum
+}
+
+/** Text links equal on every member pair whose values are one token each (ids, codes, currencies). */
+function sharedCodes(links: Link[], pairs: [RowT, RowT][]) {
+  return equalLinks(links, pairs).filter((e) => pairs.every(([a]) => isOneToken(textOf(a[e.link.a.name]) ?? '')))
+}
+
+/** A group's tolerance: the fit's, a quarter above, or one unit of the amounts' scale when exact (rounding). */
+const groupTolerance = (fit: AmountFit, scale: number) =>
+  fit.tolerance === 0n ? decimalText(1n, scale) : toleranceText(fit.tolerance, scale)
 
 /** A member's reference extending the one record's id: `r.ref LIKE l.id || '-%'`. */
 interface Extension {
@@ -103,9 +113,7 @@ export function groupRule(
   // member pairs in recipe orientation: [a row, b row]
   const pairsOf = (gs: Group[]): [RowT, RowT][] =>
     gs.flatMap((g) => g.many.map((m) => (many === 'b' ? [g.one, m] : [m, g.one]) as [RowT, RowT]))
-  const equal = equalLinks(links, pairsOf(groups)).filter((e) =>
-    pairsOf(groups).every(([a]) => isOneToken(textOf(a[e.link.a.name]) ?? '')),
-  )
+  const equal = sharedCodes(links, pairsOf(groups))
   const extensions: Extension[] = []
   for (const link of links) {
     if (link.role !== 'text' || equal.some((e) => e.link === link)) continue
@@ -159,8 +167,8 @@ export function groupRule(
   const amount = chooseAmount(groups, manyCols, oneCols, links, samples)
   if (!amount) return undefined
   const { fit, scale } = amount
-  // a unit of the amounts' scale at least: rounding; exact fits are tried first all the same
-  const tolerance = fit.tolerance === 0n ? decimalText(1n, scale) : toleranceText(fit.tolerance, scale)
+  // exact fits are tried first all the same
+  const tolerance = groupTolerance(fit, scale)
   const largest = Math.max(...groups.map((g) => g.many.length))
   const n = groups.length
   const rule: Omit<RuleT, 'confidence'> = {
@@ -188,25 +196,28 @@ function usualGap(samples: LinkSamples, many: 'a' | 'b', equal: { link: Link }[]
   const days = new Map<string, number[]>()
   for (const r of rows) {
     const d = dayOf(r[date.name])
-    if (d !== null) days.set(keyOf(r), [...(days.get(keyOf(r)) ?? []), d])
+    if (d === null) continue
+    const key = keyOf(r)
+    const list = days.get(key)
+    if (list) list.push(d)
+    else days.set(key, [d])
   }
   const gaps: number[] = []
   for (const ds of days.values()) {
     ds.sort((x, y) => x - y)
     for (let k = 1; k < ds.length; k++) gaps.push(ds[k] - ds[k - 1])
   }
-  gaps.sort((x, y) => x - y)
-  return Math.max(1, gaps.length ? gaps[Math.floor(gaps.length / 2)] : 1)
+  return Math.max(1, median(gaps))
 }
 
 /** The median magnitude of a column's sample amounts (0 when none). */
 function typical(rows: RowT[], c: ColumnT): number {
-  const xs = rows
-    .map((r) => amountOf(r[c.name]))
-    .filter((x) => x !== null)
-    .map((x) => Math.abs(Number(x)))
-    .sort((a, b) => a - b)
-  return xs.length ? xs[Math.floor(xs.length / 2)] : 0
+  return median(
+    rows
+      .map((r) => amountOf(r[c.name]))
+      .filter((x) => x !== null)
+      .map((x) => Math.abs(Number(x))),
+  )
 }
 
 /**
@@ -242,7 +253,7 @@ export function componentRule(
   samples: LinkSamples,
 ): Omit<RuleT, 'confidence'> | undefined {
   const pairs = components.flatMap((c) => c.pairs)
-  const equal = equalLinks(links, pairs).filter((e) => pairs.every(([a]) => isOneToken(textOf(a[e.link.a.name]) ?? '')))
+  const equal = sharedCodes(links, pairs)
   if (!equal.length) return undefined
   const parts = equal.map((e) => equalitySql(e.link, e.exact))
   const words = equal.map((e) => `same ${linkName(e.link)}`)
@@ -255,7 +266,7 @@ export function componentRule(
   const amount = chooseAmount(groups, samples.schemaA, samples.schemaB, links, samples)
   if (!amount) return undefined
   const { fit, scale } = amount
-  const tolerance = fit.tolerance === 0n ? decimalText(1n, scale) : toleranceText(fit.tolerance, scale)
+  const tolerance = groupTolerance(fit, scale)
   const largest = Math.max(...components.map((c) => Math.max(c.a.length, c.b.length)))
   const n = components.length
   return {

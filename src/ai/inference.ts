@@ -1,12 +1,14 @@
-// Inference: the rules that explain confirmed pairs. Observes, over the confirmed 1:1 pairs,
-// which linked columns are equal (exactly or after TRIM/UPPER), the largest amount difference and
-// the range of date lags; the amounts stay a condition of every rule. Then what the rest of the
-// sample shows (near amounts, split references: sample-evidence.ts) and confirmed groups
-// (split-rules.ts). Rules come out strictest first, each validated.
+// Inference: the rules that explain confirmed pairs. The shape first: pairs sharing a record are
+// groups (1:N, N:1, N:M: group-rules.ts). Over the 1:1 pairs, which linked columns are equal
+// (exactly or after TRIM/UPPER: keys, fallback keys, attributes), how amounts relate (an equation,
+// amount-fit.ts, or the largest difference) and the range of date lags; the amounts stay a
+// condition of every rule; with no key, free text that carries the link makes a probabilistic
+// pass (text-evidence.ts, probabilistic-rules.ts). Then what the rest of the sample shows (near
+// amounts: sample-evidence.ts; splits: split-rules.ts). Rules come out strictest first, each
+// validated, with the questions the evidence leaves and the observations it rests on.
 
 import { type GlossaryRoles, glossaryRoles, withGlossary } from './glossary-roles.js'
 import {
-  AMOUNT_SCALE,
   amountOf,
   chooseLinks,
   isCodeLike,
@@ -20,9 +22,9 @@ import {
 import { chooseGreedily, scorePairs } from './pairs.js'
 import { recordKey } from './record-keys.js'
 import { amountSql, decimalText, equalitySql, ruleIssues, toleranceText, windowSql, windowWords } from './rules.js'
-import { abs, dateWindows, type Equal, equalLinks, joinWords, lagsOf, scaleOf } from './observations.js'
+import { abs, dateWindows, type Equal, equalLinks, joinWords, lagsOf, median, scaleOf } from './observations.js'
 import { amountDiff, byDiff, firstKind, nearAmounts } from './sample-evidence.js'
-import { fittedSql, fitWords } from './amount-fit.js'
+import { digitsAt, fittedSql, fitWords, unitAt } from './amount-fit.js'
 import {
   type AmountChoice,
   chooseAmount,
@@ -76,8 +78,10 @@ export interface Observations {
     typical: number
     carries_link: boolean
   }[]
-  /** The amount equation the confirmed pairs or groups follow, when one was fitted. */
-  /** explains ≈ factor × explained_by (summed over a group when `sums`) + offset, within tolerance. */
+  /**
+   * The amount equation the confirmed pairs or groups follow, when one was fitted: explains ≈
+   * factor × explained_by (summed over a group when `sums`) + offset, within tolerance.
+   */
   amounts?: {
     explained_by: string
     explains: string
@@ -143,8 +147,6 @@ function equationPart(choice: AmountChoice): { sql: string; words: string } {
     ? { sql: `${y} = ${expr}`, words }
     : { sql: `ABS(${expr} - ${y}) <= ${tolerance}`, words: `${words}, within ${tolerance}` }
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0
 
 /**
  * The text links free text may carry the link on: the mapped ones not equal on the pairs, then
@@ -267,8 +269,8 @@ export function observeAndInfer(input: InferenceInput): { inference: Inference; 
   } = { freeText: [], keys: { identifiers: [], sparse: [] } }
   // many: the side whose amounts are summed (a for 1:1 pairs, whose a amount explains b's)
   const noteFit = (choice: AmountChoice, many: 'a' | 'b', sums: boolean) => {
-    const digits = Math.min(choice.scale, AMOUNT_SCALE)
-    const unit = 10n ** BigInt(AMOUNT_SCALE - digits)
+    const digits = digitsAt(choice.scale)
+    const unit = unitAt(choice.scale)
     observations.amounts = {
       explained_by: `${many === 'a' ? 'l' : 'r'}.${choice.many.name}`,
       explains: `${many === 'a' ? 'r' : 'l'}.${choice.one.name}`,
@@ -290,17 +292,10 @@ export function observeAndInfer(input: InferenceInput): { inference: Inference; 
   }
   const singles: [RowT, RowT][] = []
   const singlePairs: { left: number; right: number }[] = []
-  const oneToMany: Group[] = []
-  const manyToOne: Group[] = []
-  for (const [left, rights] of byLeft)
-    if (rights.length > 1) oneToMany.push({ one: input.sample_a[left], many: rights.map((r) => input.sample_b[r]) })
-  for (const [right, lefts] of byRight)
-    if (lefts.length > 1) manyToOne.push({ one: input.sample_b[right], many: lefts.map((l) => input.sample_a[l]) })
   // N:M: a component of confirmed pairs with several records on both sides makes every component
   // a group of an N:M rule (1:1, 1:N and N:1 components are groups of it too)
   const components = confirmedComponents(pairRefs)
-  const manyToMany = components.some((c) => c.lefts.length > 1 && c.rights.length > 1)
-  const nmRule = manyToMany
+  const nmRule = components.some((c) => c.lefts.length > 1 && c.rights.length > 1)
     ? componentRule(
         links,
         components.map((c) => ({
@@ -311,9 +306,13 @@ export function observeAndInfer(input: InferenceInput): { inference: Inference; 
         samples,
       )
     : undefined
-  if (nmRule) {
-    oneToMany.length = 0
-    manyToOne.length = 0
+  const oneToMany: Group[] = []
+  const manyToOne: Group[] = []
+  if (!nmRule) {
+    for (const [left, rights] of byLeft)
+      if (rights.length > 1) oneToMany.push({ one: input.sample_a[left], many: rights.map((r) => input.sample_b[r]) })
+    for (const [right, lefts] of byRight)
+      if (lefts.length > 1) manyToOne.push({ one: input.sample_b[right], many: lefts.map((l) => input.sample_a[l]) })
   }
   const lone = nmRule
     ? []
@@ -401,24 +400,25 @@ export function observeAndInfer(input: InferenceInput): { inference: Inference; 
     const names = identifiers.length ? [] : equal.filter((e) => !attributes.includes(e))
     // with no identifier, free text that tells each partner apart (memos naming the payer) makes
     // a probabilistic pass instead of a band on amount and date alone
-    const freeTexts = identifiers.length
+    const textEvidence = identifiers.length
       ? []
-      : textCandidates(links, equal, samples)
-          .map((link) => freeTextEvidence(link, input.sample_a, input.sample_b, singlePairs))
-          .filter((e) => {
-            observations.freeText.push({
-              a: e.link.a.name,
-              b: e.link.b.name,
-              confirmed: e.confirmed.map((x) => Math.round(x * 1000) / 1000),
-              partner_best: e.partnerBest,
-              typical: Math.round(e.typical * 1000) / 1000,
-              carries_link: carriesLink(e),
-            })
-            return carriesLink(e)
-          })
-          // each column in one text link: the one that tells partners apart best
-          .sort((x, y) => y.partnerBest - x.partnerBest || median(y.confirmed) - median(x.confirmed))
-          .filter((e, k, all) => all.findIndex((o) => o.link.a === e.link.a || o.link.b === e.link.b) === k)
+      : textCandidates(links, equal, samples).map((link) => {
+          const e = freeTextEvidence(link, input.sample_a, input.sample_b, singlePairs)
+          return { ...e, carries: carriesLink(e) }
+        })
+    observations.freeText = textEvidence.map((e) => ({
+      a: e.link.a.name,
+      b: e.link.b.name,
+      confirmed: e.confirmed.map((x) => Math.round(x * 1000) / 1000),
+      partner_best: e.partnerBest,
+      typical: Math.round(e.typical * 1000) / 1000,
+      carries_link: e.carries,
+    }))
+    const freeTexts = textEvidence
+      .filter((e) => e.carries)
+      // each column in one text link: the one that tells partners apart best
+      .sort((x, y) => y.partnerBest - x.partnerBest || median(y.confirmed) - median(x.confirmed))
+      .filter((e, k, all) => all.findIndex((o) => o.link.a === e.link.a || o.link.b === e.link.b) === k)
 
     const amountLinks = links.filter((l) => l.role === 'amount')
     const fixedAmount = amountLinks.find(

@@ -33,6 +33,13 @@ export function scaleOf(link: Link, s: LinkSamples): number {
   return Math.max(declared, ...seen, 0)
 }
 
+/** The median of numbers (the upper one of an even count), 0 when there are none. */
+export function median(xs: number[]): number {
+  if (!xs.length) return 0
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.floor(s.length / 2)]
+}
+
 /** "a, b and c". */
 export const joinWords = (words: string[]) =>
   words.length <= 1 ? words.join('') : `${words.slice(0, -1).join(', ')} and ${words[words.length - 1]}`

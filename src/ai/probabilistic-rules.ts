@@ -9,11 +9,9 @@
 import type { RecipeComparison } from '../recipes/schema.js'
 import { amountOf, type Link } from './links.js'
 import { abs, type Equal, joinWords, lagsOf } from './observations.js'
-import { windowSql, windowWords } from './rules.js'
+import { col, windowSql, windowWords } from './rules.js'
 import type { FreeText } from './text-evidence.js'
-import type { ColumnT, RowT, RuleT } from './schemas.js'
-
-const col = (side: 'l' | 'r', c: ColumnT) => `${side}.${c.name}`
+import type { RowT, RuleT } from './schemas.js'
 
 /**
  * Relative blocking widths, and lag windows in days: the first that holds what the pairs show,

@@ -6,7 +6,8 @@ import { validateRecipe } from '../recipes/validate.js'
 import { AMOUNT_SCALE, type Link } from './links.js'
 import type { ColumnT, RuleT } from './schemas.js'
 
-const col = (side: 'l' | 'r', c: ColumnT) => `${side}.${c.name}`
+/** `l.amount`: a column as a recipe names it. */
+export const col = (side: 'l' | 'r', c: ColumnT) => `${side}.${c.name}`
 
 /** `l.x = r.y`, or `UPPER(TRIM(l.x)) = UPPER(TRIM(r.y))` when the values agree only after normalising. */
 export function equalitySql(link: Link, exact: boolean): string {

@@ -7,6 +7,7 @@
 import { TextMeasures } from '../engine/match/text/measures.js'
 import { prepareText, Vocabulary } from '../engine/match/text/prepared.js'
 import { type Link, textOf } from './links.js'
+import { median } from './observations.js'
 import type { RowT } from './schemas.js'
 
 export interface FreeText {
@@ -24,12 +25,6 @@ export interface FreeText {
  * filler ("CORISZEL REF 4814" for "HOLMAR CORISZEL SAL") weighs about a third.
  */
 export const ALIKE = 0.3
-
-const median = (xs: number[]) => {
-  if (!xs.length) return 0
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.floor(s.length / 2)]
-}
 
 /** token_set of every confirmed pair on one text link, and of their left records against the other right records. */
 export function freeTextEvidence(
