@@ -33,6 +33,7 @@ import {
   groupRule,
   suspectedGroups,
 } from './group-rules.js'
+import { confirmedGroups } from './confirmed-groups.js'
 import { splitRule } from './split-rules.js'
 import { probabilisticRule } from './probabilistic-rules.js'
 import { carriesLink, freeTextEvidence } from './text-evidence.js'
@@ -168,33 +169,6 @@ function textCandidates(links: Link[], equal: Equal[], s: LinkSamples): Link[] {
   return out
 }
 
-/** Connected components of the confirmed pairs (records linked through shared pairs). */
-function confirmedComponents(
-  pairs: { left: number; right: number }[],
-): { lefts: number[]; rights: number[]; pairs: { left: number; right: number }[] }[] {
-  const parent = new Map<string, string>()
-  const find = (x: string): string => {
-    let r = x
-    while (parent.get(r) !== r) r = parent.get(r)!
-    parent.set(x, r)
-    return r
-  }
-  for (const p of pairs) {
-    for (const k of [`l${p.left}`, `r${p.right}`]) if (!parent.has(k)) parent.set(k, k)
-    parent.set(find(`l${p.left}`), find(`r${p.right}`))
-  }
-  const out = new Map<string, { lefts: number[]; rights: number[]; pairs: { left: number; right: number }[] }>()
-  for (const p of pairs) {
-    const root = find(`l${p.left}`)
-    const c = out.get(root) ?? { lefts: [], rights: [], pairs: [] }
-    if (!c.lefts.includes(p.left)) c.lefts.push(p.left)
-    if (!c.rights.includes(p.right)) c.rights.push(p.right)
-    c.pairs.push(p)
-    out.set(root, c)
-  }
-  return [...out.values()]
-}
-
 /** `(l.x IS NULL OR r.y IS NULL)`: a key one of the records lacks. */
 const blankSql = (e: Equal) => `(l.${e.link.a.name} IS NULL OR r.${e.link.b.name} IS NULL)`
 
@@ -294,8 +268,8 @@ export function observeAndInfer(input: InferenceInput): { inference: Inference; 
   const singlePairs: { left: number; right: number }[] = []
   // N:M: a component of confirmed pairs with several records on both sides makes every component
   // a group of an N:M rule (1:1, 1:N and N:1 components are groups of it too)
-  const components = confirmedComponents(pairRefs)
-  const nmRule = components.some((c) => c.lefts.length > 1 && c.rights.length > 1)
+  const components = confirmedGroups(pairRefs)
+  const nmRule = components.some((c) => c.shape === 'N:M')
     ? componentRule(
         links,
         components.map((c) => ({
