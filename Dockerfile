@@ -1,9 +1,15 @@
-# Multi-stage: production dependencies are installed in a build stage; the runtime image holds
-# only them and the sources, and runs as the unprivileged `node` user.
-FROM node:20-bookworm-slim AS deps
+# Multi-stage: the build stage installs every dependency and compiles the TypeScript into dist/
+# (npm ci runs the prepare script, scripts/build.js), then drops the dev dependencies; the runtime
+# image holds only production dependencies and the built JavaScript, and runs as the unprivileged
+# `node` user. Nothing is transpiled when a container starts.
+FROM node:20-bookworm-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund
+COPY package.json package-lock.json tsconfig.json ./
+COPY scripts ./scripts
+COPY src ./src
+COPY connectors ./connectors
+COPY plugins ./plugins
+RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
 WORKDIR /app
@@ -12,12 +18,10 @@ ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 DATA_DIR=/data
 # transparent huge pages (where the host allows THP in madvise mode), which cut page faults
 # about eightfold and a 1M x 1M reconciliation's time by a quarter (bench/README.md).
 ENV GLIBC_TUNABLES=glibc.malloc.hugetlb=1
-COPY --from=deps /app/node_modules ./node_modules
-COPY package.json tsconfig.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json ./
 COPY bin ./bin
-COPY src ./src
-COPY connectors ./connectors
-COPY plugins ./plugins
 COPY openapi ./openapi
 RUN mkdir -p /data && chown node:node /data
 USER node

@@ -3,7 +3,17 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'openapi/client/schema.d.ts', 'data/', 'bench/data/', 'bench/node_modules/', '.tap/'] },
+  {
+    ignores: [
+      'node_modules/',
+      'openapi/client/schema.d.ts',
+      'data/',
+      'dist/',
+      'bench/data/',
+      'bench/node_modules/',
+      '.tap/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,8 +1,13 @@
 #!/usr/bin/env node
-// The `concord` command. The service is TypeScript run through tsx's loader, so the
-// installed package needs no build step: `npm ci` then `npx concord serve` works.
-import { register } from 'tsx/esm/api'
-
-register()
-const { main } = await import('../src/cli.ts')
-await main(process.argv.slice(2))
+// The `concord` command. It runs the JavaScript that `npm run build` (scripts/build.js) compiles
+// into dist/ — `npm ci` builds it, and `npm start` / `npm test` rebuild what changed — so no
+// process transpiles TypeScript at start.
+let cli
+try {
+  cli = await import('../dist/src/cli.js')
+} catch (err) {
+  if (err?.code !== 'ERR_MODULE_NOT_FOUND' || !String(err.message).includes('dist/src/cli.js')) throw err
+  process.stderr.write('concord: the service is not built yet (dist/ is missing)\nrun `npm run build` first\n')
+  process.exit(2)
+}
+await cli.main(process.argv.slice(2))

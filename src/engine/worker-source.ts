@@ -1,13 +1,15 @@
-// A worker thread's code as one JavaScript text (the CSV part worker, csv/part-worker.ts; the
-// partitioning helper, partition-worker.ts). Workers cannot use tsx's loader on Node 20 (see
-// csv/parallel.ts), so the worker's module and what it imports are bundled with esbuild, the
-// compiler tsx runs. Bundling costs the calling thread 30-50 ms (loading esbuild, starting its
-// service), so the bundle is kept in node_modules/.cache/concord with a hash of each source as
-// esbuild read it; a later process whose sources hash the same starts the worker from the cache.
-// The cache is read synchronously (a few small files, under a millisecond): the CSV loader's
-// thread is busy parsing and would only see each step of an asynchronous read between two
-// chunks, and the engine's passes are synchronous. The cache is an optimization only: when it
-// cannot be read or written, the bundle is built.
+// What a worker thread starts from (the CSV part worker, csv/part-worker.ts; the partitioning
+// helper, partition-worker.ts). Built and shipped, the code is JavaScript in dist/ (scripts/
+// build.js) and a worker starts from its module file. Run from the TypeScript sources (tests,
+// benchmarks under tsx), workers cannot use tsx's loader on Node 20 (see csv/parallel.ts), so the
+// worker's module and what it imports are bundled with esbuild. Bundling costs the calling thread
+// 30-50 ms (loading esbuild, starting its service), so in that development setting the bundle is
+// kept in node_modules/.cache/concord with a hash of each source as esbuild read it; a later
+// process whose sources hash the same starts the worker from the cache. The cache is read
+// synchronously (a few small files, under a millisecond): the CSV loader's thread is busy parsing
+// and would only see each step of an asynchronous read between two chunks, and the engine's
+// passes are synchronous. The cache is an optimization only: when it cannot be read or written,
+// the bundle is built.
 
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
@@ -19,13 +21,45 @@ const root = fileURLToPath(new URL('../../', import.meta.url))
 
 /** A worker's entry module and the name its bundle is cached under. */
 export interface WorkerEntry {
+  url: URL
   /** Absolute path of the entry module. */
   path: string
   name: string
+  /** True when the module is built JavaScript, which a worker loads as it is. */
+  built: boolean
+}
+
+/** A worker's code: its module file (built JavaScript) or one bundled CommonJS text. */
+export type WorkerScript = { file: URL } | { code: string }
+
+/** `new Worker`'s first argument for the script, and whether it is code to evaluate. */
+export function workerInput(script: WorkerScript): { input: URL | string; eval: boolean } {
+  return 'file' in script ? { input: script.file, eval: false } : { input: script.code, eval: true }
+}
+
+/**
+ * A module beside the calling one, by name without extension: `.js` when the caller runs from the
+ * build (dist/), `.ts` when it runs from the sources.
+ */
+export function siblingModule(base: string, name: string): URL {
+  return new URL(`./${name}${base.endsWith('.ts') ? '.ts' : '.js'}`, base)
 }
 
 export function workerEntry(url: URL, name: string): WorkerEntry {
-  return { path: fileURLToPath(url), name }
+  const path = fileURLToPath(url)
+  return { url, path, name, built: path.endsWith('.js') }
+}
+
+/** The worker's code when it is at hand without bundling (built, or cached), else null. */
+export function readyWorkerScript(w: WorkerEntry): WorkerScript | null {
+  if (w.built) return { file: w.url }
+  const code = cachedWorkerSource(w)
+  return code === null ? null : { code }
+}
+
+/** The worker's code, bundled from the sources when it is not at hand. */
+export async function workerScript(w: WorkerEntry): Promise<WorkerScript> {
+  return readyWorkerScript(w) ?? { code: await bundleWorkerSource(w) }
 }
 
 const cacheFile = (w: WorkerEntry) => resolve(root, `node_modules/.cache/concord/${w.name}.json`)
@@ -39,7 +73,7 @@ interface Cached {
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 
 /** The cached bundle if its sources have not changed since it was built, else null. */
-export function cachedWorkerSource(w: WorkerEntry): string | null {
+function cachedWorkerSource(w: WorkerEntry): string | null {
   try {
     const cached = JSON.parse(readFileSync(cacheFile(w), 'utf8')) as Cached
     for (const [path, hash] of Object.entries(cached.sources)) {
@@ -52,7 +86,7 @@ export function cachedWorkerSource(w: WorkerEntry): string | null {
 }
 
 /** Bundles the worker's module and caches the result for later processes. */
-export async function bundleWorkerSource(w: WorkerEntry): Promise<string> {
+async function bundleWorkerSource(w: WorkerEntry): Promise<string> {
   const esbuild = await import('esbuild')
   const sources: Record<string, string> = {}
   const out = await esbuild.build({

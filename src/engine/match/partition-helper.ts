@@ -23,7 +23,14 @@ import type { PartitionedSide } from './partition.js'
 import { BEAT, DONE, type PartitionJob, type PartitionReply, READY } from './partition-job.js'
 import { isShared } from '../data/shared.js'
 import type { Table } from '../data/table.js'
-import { bundleWorkerSource, cachedWorkerSource, workerEntry } from '../worker-source.js'
+import {
+  readyWorkerScript,
+  siblingModule,
+  workerEntry,
+  workerInput,
+  type WorkerScript,
+  workerScript,
+} from '../worker-source.js'
 
 /**
  * Sides shorter than this are partitioned on the engine's thread: below it, copying the side into
@@ -35,7 +42,7 @@ export const PARALLEL_MIN_ROWS = 50_000
 const START_LIMIT_MS = 10_000
 const STALL_LIMIT_MS = 30_000
 
-const HELPER = workerEntry(new URL('./partition-worker.ts', import.meta.url), 'partition-worker')
+const HELPER = workerEntry(siblingModule(import.meta.url, 'partition-worker'), 'partition-worker')
 
 export class PartitionHelper {
   private worker: Worker | null = null
@@ -47,13 +54,13 @@ export class PartitionHelper {
   private readonly started: Promise<void>
 
   constructor() {
-    const cached = cachedWorkerSource(HELPER)
-    if (cached !== null) {
-      this.start(cached)
+    const ready = readyWorkerScript(HELPER)
+    if (ready !== null) {
+      this.start(ready)
       this.started = Promise.resolve()
     } else {
-      this.started = bundleWorkerSource(HELPER).then(
-        (code) => this.start(code),
+      this.started = workerScript(HELPER).then(
+        (script) => this.start(script),
         () => this.stop(),
       )
     }
@@ -131,11 +138,12 @@ export class PartitionHelper {
     return 'side' in reply ? reply.side : null
   }
 
-  private start(code: string): void {
+  private start(script: WorkerScript): void {
     if (this.dead) return
     const { port1, port2 } = new MessageChannel()
-    const worker = new Worker(code, {
-      eval: true,
+    const { input, eval: evaluate } = workerInput(script)
+    const worker = new Worker(input, {
+      eval: evaluate,
       execArgv: [],
       name: 'concord partition',
       workerData: { port: port2, state: this.state },

@@ -10,14 +10,22 @@
 // - The worker counts lines from 1 at the split and the loader adds the split's line. A part's
 //   errors count only when everything before it parsed cleanly, so the first error in the file
 //   is the one reported.
-// tsx registers its loader on the main thread only on Node 20, and registering it in a worker
-// costs about 150 ms, so the worker starts from its module bundled into JavaScript
-// (../worker-source.ts). If that or the worker fails, loads stay on the main thread.
+// The worker starts from the built module (dist/), or, run from the TypeScript sources, from the
+// module bundled into JavaScript: tsx registers its loader on the main thread only on Node 20, and
+// registering it in a worker costs about 150 ms (../worker-source.ts). If that or the worker
+// fails, loads stay on the main thread.
 
 import type { FileHandle } from 'node:fs/promises'
 import { Worker } from 'node:worker_threads'
 import type { PartJob, PartResult } from './part.js'
-import { bundleWorkerSource, cachedWorkerSource, workerEntry } from '../../worker-source.js'
+import {
+  readyWorkerScript,
+  siblingModule,
+  workerEntry,
+  workerInput,
+  type WorkerScript,
+  workerScript,
+} from '../../worker-source.js'
 
 export interface RunningPart {
   /** Offset of the part's first row. */
@@ -28,10 +36,10 @@ export interface RunningPart {
   cancel(): void
 }
 
-const PART_WORKER = workerEntry(new URL('./part-worker.ts', import.meta.url), 'csv-part-worker')
+const PART_WORKER = workerEntry(siblingModule(import.meta.url, 'part-worker'), 'csv-part-worker')
 
 /** The worker's code, once per process. */
-let source: Promise<string> | string | null = null
+let source: Promise<WorkerScript> | WorkerScript | null = null
 
 type State = 'starting' | 'idle' | 'busy' | 'dead'
 
@@ -72,10 +80,10 @@ export class PartHelper {
 
   private async start(): Promise<void> {
     try {
-      source ??= cachedWorkerSource(PART_WORKER) ?? bundleWorkerSource(PART_WORKER)
-      // from the cache, the worker starts before this call returns
-      const code = typeof source === 'string' ? source : await source
-      const worker = new Worker(code, { eval: true, execArgv: [], name: 'concord csv part' })
+      source ??= readyWorkerScript(PART_WORKER) ?? workerScript(PART_WORKER)
+      // built or cached, the worker starts before this call returns
+      const { input, eval: evaluate } = workerInput(source instanceof Promise ? await source : source)
+      const worker = new Worker(input, { eval: evaluate, execArgv: [], name: 'concord csv part' })
       this.worker = worker
       worker.on('message', (m: PartResult | { type: 'ready' }) => {
         if (this.state === 'dead') return
