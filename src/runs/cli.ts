@@ -3,15 +3,14 @@
 // or DATABASE_URL) in one workspace. The run is the same job the service runs in its workers,
 // here in process.
 
-import { createWriteStream } from 'node:fs'
-import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { closeSync, openSync, writeSync } from 'node:fs'
+import { mkdir, readFile, stat } from 'node:fs/promises'
 import { extname, join, resolve } from 'node:path'
-import { pipeline } from 'node:stream/promises'
+import type { Table as ArrowTable } from 'apache-arrow'
 import type { Config } from '../config.js'
 import type { ServiceDatabase } from '../db/connect.js'
-import type { RunSummary } from '../engine/reconcile.js'
 import type { ColumnInfo } from '../engine/data/types.js'
+import type { RunSummary } from '../engine/reconcile.js'
 import { ConcordError } from '../errors.js'
 import { nearestNames } from '../language/similarity.js'
 import { applyParams } from '../recipes/params.js'
@@ -20,11 +19,11 @@ import { structuralIssues, validateRecipe } from '../recipes/validate.js'
 import type { Source } from '../sources/connector.js'
 import { confinedPath } from '../sources/files.js'
 import { openConfig } from '../sources/secrets.js'
-import { type ConnectorContext, loadConnectors } from '../sources/registry.js'
+import { type ConnectorContext, type ConnectorRegistry, loadConnectors } from '../sources/registry.js'
 import { FilterConditionSchema } from '../sources/schemas.js'
-import { type JobProgress, runJob } from './job.js'
-import { csvExport } from './pages.js'
-import { RESULT_SETS, resultFile } from './results.js'
+import { csvBatch, csvHeader } from './csv.js'
+import { type JobProgress, matchJob } from './job.js'
+import { type ResultSet, type ResultsInput, resultTables, writeResults } from './results.js'
 import { RECONCILE_USAGE } from './usage.js'
 
 export { RECONCILE_USAGE }
@@ -307,37 +306,64 @@ export async function reconcileCommand(
     } finally {
       await binder.close()
     }
-    await checkRecipe(recipe, sources, lookups, connectors)
-    const tty = io.stderr.isTTY === true && !args.json
-    const outDir = args.out ? resolve(args.out) : undefined
-    const work = outDir ? await mkdtemp(join(tmpdir(), 'concord-')) : null
-    let summary: RunSummary
+    // one registry for the check and the run: a file the check parsed is not parsed again
+    const registry = await loadConnectors(connectors)
     try {
-      const spec = {
-        runId: 'cli',
-        recipe,
-        version: typeof recipe.version === 'number' ? recipe.version : null,
-        mode: 'full' as const,
-        dryRun: !outDir,
-        sources,
-        lookups,
-        connectors,
-        outDir: work,
-      }
-      summary = await runJob(spec, tty ? (p) => io.stderr.write(progressBar(p)) : undefined)
-      if (tty) io.stderr.write('\n')
-      if (outDir && work && summary.status === 'completed') await writeOut(work, outDir, args.format)
+      await checkRecipe(recipe, sources, lookups, registry)
+      return await run(args, recipe, used, { sources, lookups, connectors, registry }, io)
     } finally {
-      if (work) await rm(work, { recursive: true, force: true })
+      await registry.close()
     }
-    io.stdout.write(
-      args.json ? `${JSON.stringify({ ...summary, params: used }, null, 2)}\n` : `${summaryTable(summary)}\n`,
-    )
-    if (outDir && summary.status === 'completed' && !args.json) io.stdout.write(`\nresults in ${outDir}\n`)
-    return summary.status === 'completed' ? 0 : 1
   } catch (err) {
     return fail(err)
   }
+}
+
+interface Bound {
+  sources: { left: Source; right: Source }
+  lookups: Record<string, Source>
+  connectors: Omit<ConnectorContext, 'log'>
+  registry: ConnectorRegistry
+}
+
+async function run(
+  args: Args,
+  recipe: Recipe,
+  used: Record<string, unknown>,
+  { sources, lookups, connectors, registry }: Bound,
+  io: CommandIO,
+): Promise<number> {
+  const tty = io.stderr.isTTY === true && !args.json
+  const outDir = args.out ? resolve(args.out) : undefined
+  const spec = {
+    runId: 'cli',
+    recipe,
+    version: typeof recipe.version === 'number' ? recipe.version : null,
+    mode: 'full' as const,
+    dryRun: !outDir,
+    sources,
+    lookups,
+    connectors,
+    outDir: null,
+  }
+  const { results, report } = await matchJob(
+    spec,
+    tty ? (p) => io.stderr.write(progressBar(p)) : undefined,
+    undefined,
+    registry,
+  )
+  const summary = results.result.summary
+  if (outDir && summary.status === 'completed') {
+    report({ phase: 'writing', percent: 85 })
+    await writeOut(results, outDir, args.format)
+    report({ phase: 'done', percent: 100 })
+  } else if (summary.status === 'completed') report({ phase: 'done', percent: 100 })
+  if (tty) io.stderr.write('\n')
+  io.stdout.write(
+    args.json ? `${JSON.stringify({ ...summary, params: used }, null, 2)}\n` : `${summaryTable(summary)}\n`,
+  )
+  if (outDir && summary.status === 'completed' && !args.json) io.stdout.write(`\nresults in ${outDir}\n`)
+  return summary.status === 'completed' ? 0 : 1
 }
 
 /**
@@ -382,10 +408,9 @@ async function checkRecipe(
   recipe: Recipe,
   sources: { left: Source; right: Source },
   lookups: Record<string, Source>,
-  ctx: Omit<ConnectorContext, 'log'>,
+  registry: ConnectorRegistry,
 ) {
-  const registry = await loadConnectors(ctx)
-  try {
+  {
     const describe = async (s: Source) => {
       const connector = registry.get(s.type)
       return connector.describe({ ...s, config: await connector.prepare(s.config) })
@@ -407,18 +432,25 @@ async function checkRecipe(
       )
       throw new ConcordError('invalid_recipe', `the recipe has issues:\n  ${lines.join('\n  ')}`, 2)
     }
-  } finally {
-    await registry.close()
   }
 }
 
-/** The four result sets into `out` (created if needed; other files in it are left alone). */
-async function writeOut(work: string, out: string, format: 'csv' | 'arrow'): Promise<void> {
+/**
+ * The four result sets into `out` (created if needed; other files in it are left alone): the Arrow
+ * files as the service stores them, or CSV encoded from the tables in memory. A one-shot command
+ * writes synchronously: the chunks go straight to the page cache, with no stream between.
+ */
+async function writeOut(results: ResultsInput, out: string, format: 'csv' | 'arrow'): Promise<void> {
   await mkdir(out, { recursive: true })
-  for (const set of RESULT_SETS) {
-    const target = join(out, `${set}.${format}`)
-    if (format === 'arrow') await copyFile(resultFile(work, set), target)
-    else await pipeline(await csvExport(work, set), createWriteStream(target))
+  if (format === 'arrow') return writeResults(out, results)
+  for (const [set, table] of Object.entries(resultTables(results)) as [ResultSet, ArrowTable][]) {
+    const fd = openSync(join(out, `${set}.csv`), 'w')
+    try {
+      writeSync(fd, csvHeader(table.schema, set))
+      for (const batch of table.batches) for (const chunk of csvBatch(table.schema, batch, set)) writeSync(fd, chunk)
+    } finally {
+      closeSync(fd)
+    }
   }
 }
 

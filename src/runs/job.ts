@@ -11,8 +11,7 @@ import type { Recipe } from '../recipes/schema.js'
 import { EngineContext, type Source } from '../sources/connector.js'
 import { type ConnectorContext, type ConnectorRegistry, loadConnectors } from '../sources/registry.js'
 import type { PostgresSourceConfig } from '../../connectors/postgres.js'
-import { runPushdown } from './pushdown.js'
-import { writeResults } from './results.js'
+import { type ResultsInput, writeResults } from './results.js'
 
 export type RunMode = 'sample' | 'full'
 
@@ -53,23 +52,51 @@ export function inScope(table: Table, scope: FilterCondition[]): Table {
   return takeRows(table, selectRows(table, resolveConditions(describeTable(table), scope)))
 }
 
-/** Runs a job; resolves with the summary once the results (if any) are written to `outDir`. */
+/**
+ * Runs a job; resolves with the summary once the results (if any) are written to `outDir`.
+ * `connectors`: a registry the caller already opened and closes itself (`concord reconcile`
+ * checked the recipe against the sources through it, and its file cache holds what it parsed);
+ * without one the job opens its own.
+ */
 export async function runJob(
   spec: JobSpec,
   onProgress: (p: JobProgress) => void = () => {},
   signal?: AbortSignal,
+  connectors?: ConnectorRegistry,
 ): Promise<RunSummary> {
+  const { report, results } = await matchJob(spec, onProgress, signal, connectors)
+  if (spec.outDir && results.result.summary.status === 'completed') {
+    report({ phase: 'writing', percent: 85 })
+    await mkdir(spec.outDir, { recursive: true })
+    await writeResults(spec.outDir, results)
+  }
+  // a failed pass leaves the progress where the run stopped
+  if (results.result.summary.status === 'completed') report({ phase: 'done', percent: 100 })
+  return results.result.summary
+}
+
+/**
+ * A job up to its results in memory (loaded, matched; nothing written): runJob stores them,
+ * `concord reconcile --out` encodes them as it is asked. `report` goes on reporting progress.
+ */
+export async function matchJob(
+  spec: JobSpec,
+  onProgress: (p: JobProgress) => void = () => {},
+  signal?: AbortSignal,
+  connectors?: ConnectorRegistry,
+): Promise<{ results: ResultsInput; report: (patch: Partial<JobProgress>) => void }> {
   const progress: JobProgress = { ...initialProgress(), phase: 'loading' }
   const report = (patch: Partial<JobProgress>) => {
     Object.assign(progress, patch)
     onProgress({ ...progress, rows_loaded: { ...progress.rows_loaded } })
   }
   report({})
-  if (spec.engine === 'postgres') return pushdown(spec, report)
+  const keys = { leftKey: spec.recipe.left.key, rightKey: spec.recipe.right.key }
+  if (spec.engine === 'postgres') return { results: { ...(await pushdown(spec, report)), ...keys }, report }
   let tables: { left: Table; right: Table }
   let lookups: Record<string, Table>
   // opened on first use: a sample run without lookups loads nothing through a connector
-  let registry: Promise<ConnectorRegistry> | undefined
+  let registry: Promise<ConnectorRegistry> | undefined = connectors && Promise.resolve(connectors)
   try {
     const load = async (source: Source, scope: FilterCondition[]): Promise<Table> => {
       registry ??= loadConnectors(spec.connectors)
@@ -99,7 +126,7 @@ export async function runJob(
     lookups = {}
     for (const [name, source] of Object.entries(spec.lookups ?? {})) lookups[name] = await load(source, [])
   } finally {
-    await (await registry?.catch(() => undefined))?.close()
+    if (!connectors) await (await registry?.catch(() => undefined))?.close()
   }
   signal?.throwIfAborted()
   report({ phase: 'matching' })
@@ -109,17 +136,15 @@ export async function runJob(
     lookups,
     onProgress: (p) => report({ pass: p.pass, percent: 30 + Math.round(p.percent * 0.55) }),
   })
-  if (spec.outDir && result.summary.status === 'completed') {
-    report({ phase: 'writing', percent: 85 })
-    await mkdir(spec.outDir, { recursive: true })
-    await writeResults(spec.outDir, { result, leftKey: spec.recipe.left.key, rightKey: spec.recipe.right.key })
-  }
-  // a failed pass leaves the progress where the run stopped
-  if (result.summary.status === 'completed') report({ phase: 'done', percent: 100 })
-  return result.summary
+  return { results: { result, ...keys }, report }
 }
 
-async function pushdown(spec: JobSpec, report: (patch: Partial<JobProgress>) => void): Promise<RunSummary> {
+async function pushdown(
+  spec: JobSpec,
+  report: (patch: Partial<JobProgress>) => void,
+): Promise<Pick<ResultsInput, 'result' | 'records'>> {
+  // imported here: pg and the SQL builder are not loaded by runs that do not push down
+  const { runPushdown } = await import('./pushdown.js')
   const { result, records } = await runPushdown(
     spec.recipe,
     spec.sources as { left: Source<PostgresSourceConfig>; right: Source<PostgresSourceConfig> },
@@ -132,11 +157,5 @@ async function pushdown(spec: JobSpec, report: (patch: Partial<JobProgress>) => 
       },
     },
   )
-  if (spec.outDir && result.summary.status === 'completed') {
-    report({ phase: 'writing', percent: 85 })
-    await mkdir(spec.outDir, { recursive: true })
-    await writeResults(spec.outDir, { result, leftKey: spec.recipe.left.key, rightKey: spec.recipe.right.key, records })
-  }
-  if (result.summary.status === 'completed') report({ phase: 'done', percent: 100 })
-  return result.summary
+  return { result, records }
 }

@@ -11,6 +11,7 @@ import { type Table as ArrowTable, DataType, type Field, tableFromIPC, type Vect
 import { describeUnmatched, type MatchWeights, matchWeights, type PassInfo } from '../engine/explain/evidence.js'
 import { ConcordError } from '../errors.js'
 import { formatDate, formatDecimal, formatTimestamp } from '../engine/data/values.js'
+import { csvBatch, csvHeader } from './csv.js'
 import { type ResultSet, resultFile } from './results.js'
 
 export type JsonValue = string | number | boolean | null
@@ -216,17 +217,6 @@ function waterfallReader(table: ArrowTable): (i: number) => MatchWeights | undef
   }
 }
 
-/** A waterfall as one CSV cell: "memo token_set >= 0.95 +11.149; amount equal +11.315". */
-function waterfallText(w: MatchWeights | undefined): string | null {
-  if (!w) return null
-  const signed = (x: number) => `${x >= 0 ? '+' : ''}${x}`
-  return [
-    `prior ${signed(w.prior)}`,
-    ...w.comparisons.map((c) => `${c.name} ${c.level} ${signed(c.weight)}`),
-    `context ${signed(w.context)}`,
-  ].join('; ')
-}
-
 /** Reads the nearest miss of row i of an unmatched-records file, and says why the record is unmatched. */
 function missReader(table: ArrowTable, side: 'left' | 'right') {
   const passes = JSON.parse(table.schema.metadata.get('concord.passes') ?? '[]') as PassInfo[]
@@ -297,65 +287,26 @@ export function arrowExport(dir: string, set: ResultSet): Readable {
   return createReadStream(exportedFile(dir, set))
 }
 
-function csvField(v: JsonValue | JsonValue[]): string {
-  if (v === null) return ''
-  const s = Array.isArray(v) ? v.join(';') : String(v)
-  return /[",\n\r]/.test(s) || s !== s.trim() ? `"${s.replace(/"/g, '""')}"` : s
-}
-
-/** CSV with a header row, produced a batch of rows at a time as the client reads. */
+/** CSV with a header row, encoded a record batch at a time as the client reads (csv.ts). */
 export async function csvExport(dir: string, set: ResultSet): Promise<Readable> {
   exportedFile(dir, set)
   const table = await open(dir, set)
-  const unmatchedSide = set === 'unmatched-left' ? 'left' : set === 'unmatched-right' ? 'right' : null
-  const miss = unmatchedSide ? missReader(table, unmatchedSide) : null
-  // unmatched records: the nearest miss as the sentences a page shows, then the record's columns
-  const hidden = new Set(
-    unmatchedSide
-      ? ['closest_candidate', 'failed_pass', 'failed_conjunct', 'candidate_taken', 'tied_with']
-      : ['levels', 'weights'],
-  )
-  const fields = table.schema.fields.filter((f) => !hidden.has(f.name))
-  const vectors = fields.map((f) => table.getChild(f.name)!)
-  const header = fields.map((f) => (f.name === 'match_no' ? 'match_id' : f.name))
-  // probabilistic matches: the waterfall as one readable cell instead of two lists
-  const waterfall = table.getChild('weights') ? waterfallReader(table) : null
-  if (waterfall) header.push('waterfall')
-  if (miss) header.splice(1, 0, 'closest_candidate', 'failed_pass', 'failed_conjunct', 'reason', 'tied_with')
-  let row = 0
-  let started = false
-  const BATCH = 5000
+  const batches = table.batches
+  let next = -1
   return new Readable({
     read() {
-      if (!started) {
-        started = true
-        this.push(`${header.map(csvField).join(',')}\n`)
-      }
-      if (row >= table.numRows) {
-        this.push(null)
+      if (next < 0) {
+        next = 0
+        this.push(csvHeader(table.schema, set))
         return
       }
-      const lines: string[] = []
-      for (const end = Math.min(table.numRows, row + BATCH); row < end; row++) {
-        const cells = fields.map((f, c) =>
-          f.name === 'match_no'
-            ? `m${String(vectors[c].get(row)).padStart(7, '0')}`
-            : csvField(jsonOf(f, vectors[c], row)),
-        )
-        if (miss) {
-          const m = miss(row)
-          cells.splice(
-            1,
-            0,
-            ...[m.closest_candidate, m.failed?.pass ?? null, m.failed?.conjunct ?? null, m.reason, m.tied_with].map(
-              csvField,
-            ),
-          )
-        }
-        if (waterfall) cells.push(csvField(waterfallText(waterfall(row))))
-        lines.push(cells.join(','))
+      // a batch may hold no rows: go on until something is pushed, or the end
+      while (next < batches.length) {
+        const chunks = csvBatch(table.schema, batches[next++], set)
+        for (const chunk of chunks) this.push(chunk)
+        if (chunks.length) return
       }
-      this.push(`${lines.join('\n')}\n`)
+      this.push(null)
     },
   })
 }

@@ -229,11 +229,34 @@ function matchesTable(
   })
 }
 
+/** Rows per record batch in the files: an export or a worker reads one batch at a time. */
+export const BATCH_ROWS = 65_536
+
+/** The table as record batches of at most BATCH_ROWS rows. */
+function batched(table: ArrowTable): ArrowTable {
+  if (table.numRows <= BATCH_ROWS) return table
+  const batches = []
+  for (let at = 0; at < table.numRows; at += BATCH_ROWS) batches.push(...table.slice(at, at + BATCH_ROWS).batches)
+  const out = new ArrowTable(batches)
+  for (const [k, v] of table.schema.metadata) out.schema.metadata.set(k, v)
+  return out
+}
+
 /** Writes the four result files of a completed run into `dir` (which exists). */
-export async function writeResults(dir: string, { result, leftKey, rightKey, records }: ResultsInput): Promise<void> {
+export async function writeResults(dir: string, input: ResultsInput): Promise<void> {
+  for (const [set, table] of Object.entries(resultTables(input)))
+    await writeFile(resultFile(dir, set as ResultSet), tableToIPC(batched(table), 'file'))
+}
+
+/**
+ * The four result sets of a completed run as Arrow tables in memory: what writeResults stores, and
+ * what `concord reconcile --out` encodes as CSV without storing it first.
+ */
+export function resultTables({ result, leftKey, rightKey, records }: ResultsInput): Record<ResultSet, ArrowTable> {
   const { left, right, matches: m, passes } = result
   const leftKeys = keyColumn(left, leftKey)
   const rightKeys = keyColumn(right, rightKey)
+  const out = {} as Record<ResultSet, ArrowTable>
 
   for (const [set, flag] of [
     ['matches', 0],
@@ -242,7 +265,7 @@ export async function writeResults(dir: string, { result, leftKey, rightKey, rec
     const table = matchesTable(matchesFlagged(m, flag), passes, leftKeys, rightKeys)
     // pages read the passes (probabilistic ones: the waterfalls' comparisons) from the file
     table.schema.metadata.set('concord.passes', JSON.stringify(passes))
-    await writeFile(resultFile(dir, set), tableToIPC(table, 'file'))
+    out[set] = table
   }
 
   // unmatched records: the nearest miss as structure (keys, pass, conjunct); the sentence that
@@ -283,6 +306,7 @@ export async function writeResults(dir: string, { result, leftKey, rightKey, rec
       ...arrowColumns(records ? records[side] : takeRows(own, u.rows), side === 'left' ? 'l.' : 'r.'),
     })
     unmatched.schema.metadata.set('concord.passes', JSON.stringify(passes))
-    await writeFile(resultFile(dir, `unmatched-${side}`), tableToIPC(unmatched, 'file'))
+    out[`unmatched-${side}`] = unmatched
   }
+  return out
 }

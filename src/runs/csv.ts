@@ -1,0 +1,482 @@
+// CSV from a run's result tables, encoded in batches straight from the Arrow columns' buffers into
+// bytes: strings are copied from their UTF-8 bytes, decimals and dates written digit by digit,
+// dictionary columns (pass, pattern) and the unmatched records' reasons from bytes prepared once
+// per distinct value. Reading each cell through Arrow's `get()` and building JS strings took 9 s
+// for the three CSV files of a 1M-row run; this writes them in well under a second (bench/README.md).
+// The same encoder serves `concord reconcile --out` (from the tables in memory) and the service's
+// exports (from the stored files, batch by batch, on a worker thread: export-worker.ts).
+//
+// Field rules (as before): NULL is an empty field; a field holding a quote, comma, CR or LF, or
+// starting or ending with whitespace, is quoted with quotes doubled; lists are joined with ';'.
+
+import { type Data, DataType, type RecordBatch, type Schema, type Field, type Vector } from 'apache-arrow'
+import { describeUnmatched, matchWeights, type MatchWeights, type PassInfo } from '../engine/explain/evidence.js'
+import { formatDate, formatTimestamp } from '../engine/data/values.js'
+import type { ResultSet } from './results.js'
+
+const QUOTE = 0x22
+const COMMA = 0x2c
+const LF = 0x0a
+const CR = 0x0d
+const SEMICOLON = 0x3b
+
+/** Bytes that force a field into quotes. */
+const SPECIAL = new Uint8Array(256)
+for (const c of [QUOTE, COMMA, LF, CR]) SPECIAL[c] = 1
+/** ASCII whitespace as String.prototype.trim sees it. */
+const ASCII_SPACE = new Uint8Array(256)
+for (const c of [0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x20]) ASCII_SPACE[c] = 1
+
+const utf8 = new TextDecoder()
+const encoder = new TextEncoder()
+
+/** Whether a field's bytes must be quoted. */
+function needsQuotes(src: Uint8Array, from: number, to: number): boolean {
+  if (from === to) return false
+  for (let i = from; i < to; i++) if (SPECIAL[src[i]] === 1) return true
+  const first = src[from]
+  const last = src[to - 1]
+  if (ASCII_SPACE[first] === 1 || ASCII_SPACE[last] === 1) return true
+  // non-ASCII at an edge: whitespace such as U+00A0 or U+3000 counts too (rare, so decoded)
+  if (first >= 0x80 || last >= 0x80) {
+    const s = utf8.decode(src.subarray(from, to))
+    return s !== s.trim()
+  }
+  return false
+}
+
+/** An output buffer that hands out full chunks; a chunk is at least CHUNK bytes unless it is the last. */
+class Sink {
+  private buf = new Uint8Array(CHUNK * 2)
+  at = 0
+  readonly full: Uint8Array[] = []
+
+  ensure(n: number): void {
+    if (this.at + n <= this.buf.length) return
+    const bigger = new Uint8Array(Math.max(this.buf.length * 2, this.at + n))
+    bigger.set(this.buf.subarray(0, this.at))
+    this.buf = bigger
+  }
+
+  /** Row boundary: moves the written bytes out as a chunk once there are enough. */
+  endRow(): void {
+    this.buf[this.at++] = LF
+    if (this.at >= CHUNK) this.cut()
+  }
+
+  /** The bytes written so far (a view, valid until the next write). */
+  bytes(): Uint8Array {
+    return this.buf.subarray(0, this.at)
+  }
+
+  cut(): void {
+    if (this.at === 0) return
+    // the buffer itself goes out: a fresh one is cheaper than copying a megabyte
+    this.full.push(this.buf.subarray(0, this.at))
+    this.buf = new Uint8Array(Math.max(CHUNK * 2, this.buf.length))
+    this.at = 0
+  }
+
+  byte(c: number): void {
+    this.ensure(1)
+    this.buf[this.at++] = c
+  }
+
+  raw(src: Uint8Array, from = 0, to = src.length): void {
+    const n = to - from
+    this.ensure(n)
+    if (n < 32) {
+      // short values (names, keys) copy faster by hand than through subarray() and set()
+      const buf = this.buf
+      let at = this.at
+      for (let i = from; i < to; i++) buf[at++] = src[i]
+      this.at = at
+      return
+    }
+    this.buf.set(src.subarray(from, to), this.at)
+    this.at += n
+  }
+
+  /** ASCII text (numbers) as it is: no quoting needed. */
+  ascii(s: string): void {
+    const n = s.length
+    this.ensure(n)
+    const buf = this.buf
+    let at = this.at
+    for (let i = 0; i < n; i++) buf[at++] = s.charCodeAt(i)
+    this.at = at
+  }
+
+  /** A field from UTF-8 bytes, quoted when it must be. */
+  field(src: Uint8Array, from: number, to: number): void {
+    if (!needsQuotes(src, from, to)) {
+      const n = to - from
+      this.ensure(n)
+      const buf = this.buf
+      let at = this.at
+      // short fields (keys, names) copy faster by hand than through set()
+      if (n < 32) for (let i = from; i < to; i++) buf[at++] = src[i]
+      else {
+        buf.set(src.subarray(from, to), at)
+        at += n
+      }
+      this.at = at
+      return
+    }
+    this.ensure(2 * (to - from) + 2)
+    const buf = this.buf
+    let at = this.at
+    buf[at++] = QUOTE
+    for (let i = from; i < to; i++) {
+      const c = src[i]
+      if (c === QUOTE) buf[at++] = QUOTE
+      buf[at++] = c
+    }
+    buf[at++] = QUOTE
+    this.at = at
+  }
+
+  /** A field from a JS string. */
+  text(s: string): void {
+    const bytes = encoder.encode(s)
+    this.field(bytes, 0, bytes.length)
+  }
+
+  /** An integer's digits (|v| < 2^53). */
+  integer(v: number): void {
+    this.ensure(24)
+    if (v < 0) {
+      this.buf[this.at++] = 0x2d
+      v = -v
+    }
+    this.digits(v, 1)
+  }
+
+  /** At least `width` digits of a non-negative integer, zero-padded. */
+  digits(v: number, width: number): void {
+    this.ensure(Math.max(width, 17))
+    let n = 1
+    for (let p = 10; p <= v && n < 17; p *= 10) n++
+    if (v >= 1e16) n = String(v).length
+    n = Math.max(n, width)
+    const buf = this.buf
+    for (let i = this.at + n - 1; i >= this.at; i--) {
+      const q = Math.floor(v / 10)
+      buf[i] = 0x30 + (v - q * 10)
+      v = q
+    }
+    this.at += n
+  }
+
+  /** Scaled units as a decimal with `scale` places, as formatDecimal writes them. */
+  decimal(units: number, scale: number): void {
+    if (scale === 0) return this.integer(units)
+    this.ensure(24 + scale)
+    if (units < 0) {
+      this.buf[this.at++] = 0x2d
+      units = -units
+    }
+    const p = POW10[scale]
+    const whole = Math.floor(units / p)
+    this.digits(whole, 1)
+    this.buf[this.at++] = 0x2e
+    this.digits(units - whole * p, scale)
+  }
+
+  /** Days since the epoch as YYYY-MM-DD (years 0-9999; others as formatDate writes them). */
+  date(days: number): void {
+    // civil_from_days (H. Hinnant), proleptic Gregorian
+    const z = days + 719468
+    const era = Math.floor(z / 146097)
+    const doe = z - era * 146097
+    const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365)
+    const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100))
+    const mp = Math.floor((5 * doy + 2) / 153)
+    const d = doy - Math.floor((153 * mp + 2) / 5) + 1
+    const m = mp < 10 ? mp + 3 : mp - 9
+    const y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+    if (y < 0 || y > 9999) return this.text(formatDate(days))
+    this.ensure(10)
+    this.digits(y, 4)
+    this.buf[this.at++] = 0x2d
+    this.digits(m, 2)
+    this.buf[this.at++] = 0x2d
+    this.digits(d, 2)
+  }
+}
+
+const CHUNK = 1 << 20
+const POW10 = Array.from({ length: 19 }, (_, k) => 10 ** k)
+const TRUE = encoder.encode('true')
+const FALSE = encoder.encode('false')
+
+/** Writes row `i` (within the batch) of one column. */
+type Cell = (sink: Sink, i: number) => void
+
+/** A validity test for Arrow's bitmap, or null when the column has no NULLs. */
+function validity(data: Data): ((i: number) => boolean) | null {
+  const bits = data.nullBitmap
+  if (!bits || data.nullCount === 0) return null
+  const offset = data.offset
+  return (i) => (bits[(offset + i) >> 3] & (1 << ((offset + i) & 7))) !== 0
+}
+
+/** Field bytes of a string vector's values (a dictionary), each already quoted as needed. */
+function encodedValues(vector: Vector | undefined | null): Uint8Array[] {
+  const out: Uint8Array[] = []
+  if (!vector) return out
+  for (let k = 0; k < vector.length; k++) {
+    const v = vector.get(k) as string | null
+    const sink = new Sink()
+    if (v !== null) sink.text(String(v))
+    sink.cut()
+    out.push(sink.full[0] ?? new Uint8Array(0))
+  }
+  return out
+}
+
+/** The cell writer for one column of a batch. */
+function cellOf(field: Field, data: Data): Cell {
+  const valid = validity(data)
+  const off = data.offset
+  const type = data.type
+  let write: Cell
+  if (DataType.isUtf8(type)) {
+    const offsets = data.valueOffsets as Int32Array
+    const bytes = data.values as Uint8Array
+    write = (s, i) => s.field(bytes, offsets[off + i], offsets[off + i + 1])
+  } else if (DataType.isDictionary(type)) {
+    const indices = data.values as Int32Array
+    const values = encodedValues(data.dictionary)
+    write = (s, i) => s.raw(values[indices[off + i]])
+  } else if (DataType.isInt(type) && field.name === 'match_no') {
+    const values = data.values as Int32Array
+    write = (s, i) => {
+      s.byte(0x6d) // m0000001: a match's id in pages and exports
+      s.digits(values[off + i], 7)
+    }
+  } else if (DataType.isInt(type)) {
+    const values = data.values as ArrayLike<number | bigint>
+    write = (s, i) => s.integer(Number(values[off + i]))
+  } else if (DataType.isDecimal(type)) {
+    const words = data.values as Uint32Array
+    const scale = type.scale
+    write = (s, i) => {
+      const at = (off + i) * 4
+      // |units| < 2^53: the low two words, the second one signed, hold the value
+      s.decimal((words[at + 1] | 0) * 4294967296 + words[at], scale)
+    }
+  } else if (DataType.isDate(type)) {
+    const values = data.values as Int32Array | BigInt64Array
+    write =
+      values instanceof Int32Array
+        ? (s, i) => s.date(values[off + i])
+        : (s, i) => s.date(Math.round(Number(values[off + i]) / 86_400_000))
+  } else if (DataType.isTimestamp(type)) {
+    const values = data.values as ArrayLike<number | bigint>
+    write = (s, i) => s.ascii(formatTimestamp(Number(values[off + i])))
+  } else if (DataType.isBool(type)) {
+    const bits = data.values as Uint8Array
+    write = (s, i) => s.raw((bits[(off + i) >> 3] & (1 << ((off + i) & 7))) !== 0 ? TRUE : FALSE)
+  } else if (DataType.isList(type) && DataType.isUtf8(data.children[0].type)) {
+    // a match's record keys, joined with ';'
+    const starts = data.valueOffsets as Int32Array
+    const child = data.children[0]
+    const offsets = child.valueOffsets as Int32Array
+    const bytes = child.values as Uint8Array
+    const co = child.offset
+    const scratch = new Sink()
+    write = (s, i) => {
+      const a = starts[off + i]
+      const b = starts[off + i + 1]
+      if (b - a === 1) return s.field(bytes, offsets[co + a], offsets[co + a + 1])
+      scratch.at = 0
+      for (let k = a; k < b; k++) {
+        if (k > a) scratch.byte(SEMICOLON)
+        scratch.raw(bytes, offsets[co + k], offsets[co + k + 1])
+      }
+      const joined = scratch.bytes()
+      s.field(joined, 0, joined.length)
+    }
+  } else if (DataType.isFloat(type)) {
+    const values = data.values as Float64Array
+    write = (s, i) => s.ascii(String(values[off + i]))
+  } else {
+    // any other type: its JS value as text (not produced by Concord's result files today)
+    write = (s, i) => {
+      const v = (data as unknown as { get?: (i: number) => unknown }).get?.(i)
+      if (v !== null && v !== undefined) s.text(String(v))
+    }
+  }
+  return valid === null ? write : (s, i) => (valid(i) ? write(s, i) : undefined)
+}
+
+/** The columns a set's CSV shows, and the header. */
+interface Layout {
+  /** Columns of the file written as they are, by index in the schema. */
+  plain: number[]
+  header: string[]
+}
+
+const MISS_COLUMNS = ['closest_candidate', 'failed_pass', 'failed_conjunct', 'candidate_taken', 'tied_with']
+
+function layoutOf(schema: Schema, set: ResultSet): Layout {
+  const unmatched = set === 'unmatched-left' || set === 'unmatched-right'
+  const hidden = new Set(unmatched ? MISS_COLUMNS : ['levels', 'weights'])
+  const plain = schema.fields.flatMap((f, c) => (hidden.has(f.name) ? [] : [c]))
+  const header = plain.map((c) => (schema.fields[c].name === 'match_no' ? 'match_id' : schema.fields[c].name))
+  if (!unmatched && schema.fields.some((f) => f.name === 'weights')) header.push('waterfall')
+  if (unmatched) header.splice(1, 0, 'closest_candidate', 'failed_pass', 'failed_conjunct', 'reason', 'tied_with')
+  return { plain, header }
+}
+
+/** The header line of a set's CSV. */
+export function csvHeader(schema: Schema, set: ResultSet): Uint8Array {
+  const sink = new Sink()
+  layoutOf(schema, set).header.forEach((name, k) => {
+    if (k > 0) sink.byte(COMMA)
+    sink.text(name)
+  })
+  sink.byte(LF)
+  sink.cut()
+  return sink.full[0]
+}
+
+// placeholders for the two keys in a reason sentence (private-use characters: not in a pass's text)
+const CANDIDATE = '\uE000'
+const TIED = '\uE001'
+
+/**
+ * An unmatched record's nearest-miss cells (closest_candidate, failed_pass, failed_conjunct,
+ * reason, tied_with) for one batch. The sentences depend on the pass, the conjunct, whether the
+ * candidate was taken and whether a tie decided; they are made once per such class with
+ * placeholders for the two keys, which are spliced in as bytes.
+ */
+function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): Cell {
+  const passes = JSON.parse(schema.metadata.get('concord.passes') ?? '[]') as PassInfo[]
+  const child = (name: string) => batch.data.children[schema.fields.findIndex((f) => f.name === name)]
+  const candidate = child('closest_candidate')
+  const pass = child('failed_pass')
+  const conjunct = child('failed_conjunct')
+  const taken = child('candidate_taken')
+  const tiedIndex = schema.fields.findIndex((f) => f.name === 'tied_with')
+  const tied = tiedIndex >= 0 ? batch.data.children[tiedIndex] : null // absent from runs stored before `prefer`
+  const hasCandidate = validity(candidate) ?? (() => true)
+  const hasConjunct = validity(conjunct) ?? (() => true)
+  const hasTie = tied ? (validity(tied) ?? (() => true)) : () => false
+  const passIndex = pass.values as Int32Array
+  const conjunctIndex = conjunct.values as Int32Array
+  const conjunctNames = conjunct.dictionary
+  const passNames = pass.dictionary
+  const takenBits = taken.values as Uint8Array
+  const key = (d: Data) => {
+    const offsets = d.valueOffsets as Int32Array
+    const bytes = d.values as Uint8Array
+    return (i: number) => bytes.subarray(offsets[d.offset + i], offsets[d.offset + i + 1])
+  }
+  const candidateKey = key(candidate)
+  const tiedKey = tied ? key(tied) : () => new Uint8Array(0)
+  const classes = new Map<string, { fixed: Uint8Array; reason: (Uint8Array | 'candidate' | 'tied')[] }>()
+  const scratch = new Sink()
+  const emptyKey = new Uint8Array(0)
+  return (s, i) => {
+    const found = hasCandidate(i)
+    const p = found ? passIndex[pass.offset + i] : -1
+    const c = found && hasConjunct(i) ? conjunctIndex[conjunct.offset + i] : -1
+    const t = found && (takenBits[(taken.offset + i) >> 3] & (1 << ((taken.offset + i) & 7))) !== 0
+    const tiedTo = hasTie(i)
+    const tie = found && tiedTo
+    const id = `${p}:${c}:${t ? 1 : 0}:${tie ? 1 : 0}`
+    let cls = classes.get(id)
+    if (!cls) {
+      const name = p >= 0 ? (passNames?.get(p) as string) : null
+      const miss = {
+        pass: passes.find((x) => x.name === name) ?? null,
+        conjunct: c >= 0 ? (conjunctNames?.get(c) as string) : null,
+        candidate: found ? CANDIDATE : null,
+        taken: t,
+        tiedWith: tie ? TIED : null,
+      }
+      const d = describeUnmatched(miss, side, passes)
+      const fixed = new Sink()
+      fixed.byte(COMMA)
+      if (d.failed?.pass) fixed.text(d.failed.pass)
+      fixed.byte(COMMA)
+      if (d.failed?.conjunct) fixed.text(d.failed.conjunct)
+      fixed.byte(COMMA)
+      fixed.cut()
+      // the reason split at the placeholders: text, key, text, key, text
+      const reason = d.reason
+        .split(/([\uE000\uE001])/)
+        .map((part) => (part === CANDIDATE ? 'candidate' : part === TIED ? 'tied' : encoder.encode(part)))
+      cls = { fixed: fixed.full[0], reason }
+      classes.set(id, cls)
+    }
+    const cand = found ? candidateKey(i) : emptyKey
+    s.field(cand, 0, cand.length)
+    s.raw(cls.fixed)
+    scratch.at = 0
+    for (const part of cls.reason) {
+      if (part === 'candidate') scratch.raw(cand)
+      else if (part === 'tied') scratch.raw(tiedKey(i))
+      else scratch.raw(part)
+    }
+    const reason = scratch.bytes()
+    s.field(reason, 0, reason.length)
+    s.byte(COMMA)
+    if (tiedTo) {
+      const k = tiedKey(i)
+      s.field(k, 0, k.length)
+    }
+  }
+}
+
+/** A probabilistic match's waterfall as one readable cell: "prior -3.1; memo token_set >= 0.95 +11.149; …". */
+function waterfallCell(schema: Schema, batch: RecordBatch): Cell {
+  const passes = JSON.parse(schema.metadata.get('concord.passes') ?? '[]') as PassInfo[]
+  const column = (name: string) => batch.getChildAt(schema.fields.findIndex((f) => f.name === name))!
+  const [levels, weights, pass] = [column('levels'), column('weights'), column('pass')]
+  return (s, i) => {
+    const l = levels.get(i) as Iterable<number> | null
+    const w = weights.get(i) as Iterable<number> | null
+    const info = passes.find((p) => p.name === pass.get(i))
+    const weighed = l && w && info ? matchWeights(info, [...l], [...w]) : undefined
+    if (weighed) s.text(waterfallText(weighed))
+  }
+}
+
+function waterfallText(w: MatchWeights): string {
+  const signed = (x: number) => `${x >= 0 ? '+' : ''}${x}`
+  return [
+    `prior ${signed(w.prior)}`,
+    ...w.comparisons.map((c) => `${c.name} ${c.level} ${signed(c.weight)}`),
+    `context ${signed(w.context)}`,
+  ].join('; ')
+}
+
+/**
+ * The CSV lines of one record batch, as chunks of about a megabyte (the last one shorter). The
+ * header is not included: csvHeader gives it.
+ */
+export function csvBatch(schema: Schema, batch: RecordBatch, set: ResultSet): Uint8Array[] {
+  // an empty table's batch may come without its columns' buffers
+  if (batch.numRows === 0) return []
+  const { plain } = layoutOf(schema, set)
+  const cells = plain.map((c) => cellOf(schema.fields[c], batch.data.children[c]))
+  const side = set === 'unmatched-left' ? 'left' : set === 'unmatched-right' ? 'right' : null
+  if (side) cells.splice(1, 0, missCells(schema, batch, side))
+  if (!side && schema.fields.some((f) => f.name === 'weights')) cells.push(waterfallCell(schema, batch))
+  const sink = new Sink()
+  const n = batch.numRows
+  const last = cells.length - 1
+  for (let i = 0; i < n; i++) {
+    for (let c = 0; c < last; c++) {
+      cells[c](sink, i)
+      sink.byte(COMMA)
+    }
+    cells[last](sink, i)
+    sink.endRow()
+  }
+  sink.cut()
+  return sink.full
+}
