@@ -182,6 +182,32 @@ t.test('CSV exports equal the pages field by field, and the CLI writes the same 
     t.ok(reasons.size >= 3, `several kinds of reason (${[...reasons].join(' | ')})`)
   }
 
+  // `?key=` through the run's key index: the very matches holding the key, on either side
+  const all = (await matchesPage(stored, 0, 100_000)).items
+  const keys = all
+    .filter((_, k) => k % 97 === 0)
+    .flatMap((m) => [m.left_keys[0], m.right_keys[m.right_keys.length - 1]])
+    .concat('no such key')
+  for (const key of keys) {
+    const want = all.filter((m) => m.left_keys.includes(key) || m.right_keys.includes(key)).map((m) => m.match_id)
+    const got = (await matchesPage(stored, 0, 100, { key })).items.map((m) => m.match_id)
+    t.same(got, want, `matches holding ${JSON.stringify(key)}`)
+  }
+  const unmatched = (await unmatchedPage(stored, 'left', 0, 100_000)).items
+  for (const item of unmatched.filter((_, k) => k % 101 === 0)) {
+    const got = await unmatchedPage(stored, 'left', 0, 10, { recordKey: item.record_key })
+    t.same(
+      got.items.map((i) => i.record_key),
+      [item.record_key],
+      `unmatched ${JSON.stringify(item.record_key)}`,
+    )
+  }
+  const first = (await unmatchedPage(stored, 'right', 0, 100_000)).items
+  for (const pass of ['exact', 'split']) {
+    const got = await unmatchedPage(stored, 'right', 0, 100_000, { failedPass: pass })
+    t.equal(got.total, first.filter((i) => i.failed?.pass === pass).length, `failed_pass=${pass}`)
+  }
+
   for (const set of RESULT_SETS) {
     const cli = await readFile(join(dir, 'cli', `${set}.csv`), 'utf8')
     t.equal(cli, await exported(stored, set), `${set}: the CLI's CSV is the service's export`)

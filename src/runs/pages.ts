@@ -5,13 +5,22 @@
 // has one matches file holding both, told apart by its `ambiguous` column).
 
 import { createReadStream, existsSync } from 'node:fs'
-import { readFile, stat } from 'node:fs/promises'
+import { open as openFile, readFile, stat } from 'node:fs/promises'
 import { Readable } from 'node:stream'
-import { type Table as ArrowTable, DataType, type Field, tableFromIPC, type Vector } from 'apache-arrow'
+import {
+  type AsyncRecordBatchFileReader,
+  type Table as ArrowTable,
+  DataType,
+  type Field,
+  RecordBatchReader,
+  tableFromIPC,
+  type Vector,
+} from 'apache-arrow'
 import { describeUnmatched, type MatchWeights, matchWeights, type PassInfo } from '../engine/explain/evidence.js'
 import { ConcordError } from '../errors.js'
 import { formatDate, formatDecimal, formatTimestamp } from '../engine/data/values.js'
 import { csvBatch, csvHeader } from './csv.js'
+import { indexFile, type KeyIndex, readKeyIndex } from './key-index.js'
 import { type ResultSet, resultFile } from './results.js'
 
 export type JsonValue = string | number | boolean | null
@@ -55,6 +64,24 @@ async function open(dir: string, set: ResultSet): Promise<ArrowTable> {
   return table
 }
 
+const indexes = new Map<string, Promise<KeyIndex | null>>()
+
+/** A result file's key index (read once, kept while its table is cached), or null for older runs. */
+async function keyIndex(dir: string, set: ResultSet): Promise<KeyIndex | null> {
+  const path = resultFile(dir, set)
+  const s = await stat(indexFile(path)).catch(() => null)
+  if (!s) return null
+  // keyed like the tables: a retried run's new index is read again
+  const key = `${path}\0${s.mtimeMs}\0${s.size}`
+  let index = indexes.get(key)
+  if (!index) {
+    index = readKeyIndex(path)
+    indexes.set(key, index)
+    while (indexes.size > CACHE_SIZE) indexes.delete(indexes.keys().next().value!)
+  }
+  return index
+}
+
 /** The ambiguous matches' file, or null for a run stored before they had their own. */
 async function openAmbiguous(dir: string): Promise<ArrowTable | null> {
   return existsSync(resultFile(dir, 'ambiguous')) ? open(dir, 'ambiguous') : null
@@ -63,6 +90,7 @@ async function openAmbiguous(dir: string): Promise<ArrowTable | null> {
 /** Forgets a run's files (its folder was deleted). */
 export function forget(dir: string): void {
   for (let i = cache.length - 1; i >= 0; i--) if (cache[i].key.startsWith(dir)) cache.splice(i, 1)
+  for (const path of indexes.keys()) if (path.startsWith(dir)) indexes.delete(path)
 }
 
 export interface MatchFilter {
@@ -79,12 +107,50 @@ export interface Page<T> {
   items: T[]
 }
 
+/**
+ * Rows of a dictionary column (pass, failed_pass) whose value passes `wanted`, by scanning its
+ * Int32 indices batch by batch (a million rows in a few milliseconds; Arrow's get() per row took
+ * seconds and held the event loop).
+ */
+function dictionaryRows(table: ArrowTable, name: string, wanted: (value: string | null) => boolean): number[] {
+  const c = table.schema.fields.findIndex((f) => f.name === name)
+  const rows: number[] = []
+  let base = 0
+  for (const batch of table.batches) {
+    const data = batch.data.children[c]
+    if (batch.numRows > 0) {
+      const dictionary = data.dictionary
+      const ok = Array.from({ length: dictionary?.length ?? 0 }, (_, k) => wanted(dictionary!.get(k) as string))
+      const nullOk = wanted(null)
+      const indices = data.values as Int32Array
+      const bits = data.nullCount > 0 ? data.nullBitmap : null
+      const off = data.offset
+      for (let i = 0; i < batch.numRows; i++) {
+        const valid = !bits || (bits[(off + i) >> 3] & (1 << ((off + i) & 7))) !== 0
+        if (valid ? ok[indices[off + i]] : nullOk) rows.push(base + i)
+      }
+    }
+    base += batch.numRows
+  }
+  return rows
+}
+
 /** Row numbers of a table passing the filter, or null for all rows. */
-function selection(
+async function selection(
+  dir: string,
+  set: ResultSet,
   table: ArrowTable,
   filter: MatchFilter & { failedPass?: string; recordKey?: string },
-): number[] | null {
+): Promise<number[] | null> {
+  let rows: number[] | null = null
   const tests: ((i: number) => boolean)[] = []
+  const key = filter.key ?? filter.recordKey
+  if (key !== undefined) {
+    // the rows the run's key index names (a superset), each checked below; a run stored before
+    // indexes is scanned
+    const index = await keyIndex(dir, set)
+    if (index) rows = index.candidates(key)
+  }
   if (filter.key !== undefined) {
     const [lk, rk] = [table.getChild('left_keys')!, table.getChild('right_keys')!]
     const has = (keys: Iterable<string>) => {
@@ -94,29 +160,29 @@ function selection(
     tests.push((i) => has(lk.get(i) as Iterable<string>) || has(rk.get(i) as Iterable<string>))
   }
   if (filter.recordKey !== undefined) {
-    const key = table.getChild('record_key')!
-    tests.push((i) => key.get(i) === filter.recordKey)
-  }
-  if (filter.pass !== undefined) {
-    const pass = table.getChild('pass')!
-    tests.push((i) => pass.get(i) === filter.pass)
+    const column = table.getChild('record_key')!
+    tests.push((i) => column.get(i) === filter.recordKey)
   }
   if (filter.ambiguous !== undefined) {
     const flag = table.getChild('ambiguous')!
     tests.push((i) => Boolean(flag.get(i)) === filter.ambiguous)
   }
+  const narrow = (picked: number[]) => {
+    if (rows === null) return picked
+    const keep = new Set(picked)
+    return rows.filter((i) => keep.has(i))
+  }
+  if (filter.pass !== undefined) rows = narrow(dictionaryRows(table, 'pass', (v) => v === filter.pass))
   if (filter.failedPass !== undefined) {
     // the pass a page shows as failed: a record with no candidate in any pass failed the first
     // pass's join (describeUnmatched), though its failed_pass column is null
-    const pass = table.getChild('failed_pass')!
     const passes = JSON.parse(table.schema.metadata.get('concord.passes') ?? '[]') as PassInfo[]
     const first = passes[0]?.name ?? null
-    tests.push((i) => ((pass.get(i) as string | null) ?? first) === filter.failedPass)
+    rows = narrow(dictionaryRows(table, 'failed_pass', (v) => (v ?? first) === filter.failedPass))
   }
-  if (!tests.length) return null
-  const rows: number[] = []
-  for (let i = 0; i < table.numRows; i++) if (tests.every((t) => t(i))) rows.push(i)
-  return rows
+  if (!tests.length) return rows
+  const all = rows ?? Array.from({ length: table.numRows }, (_, i) => i)
+  return all.filter((i) => tests.every((t) => t(i)))
 }
 
 /** The matches a page lists: rows of the match files, in match order (match_no). */
@@ -130,7 +196,9 @@ async function matchRows(dir: string, filter: MatchFilter): Promise<MatchRows> {
   const held = await openAmbiguous(dir)
   const tables =
     filter.ambiguous === true && held ? [held] : filter.ambiguous === false || !held ? [clean] : [clean, held]
-  const selections = tables.map((t) => selection(t, filter))
+  const selections = await Promise.all(
+    tables.map((t) => selection(dir, t === held ? 'ambiguous' : 'matches', t, filter)),
+  )
   if (tables.length === 1) {
     const [table] = tables
     const rows = selections[0]
@@ -253,7 +321,7 @@ export async function unmatchedPage(
   filter: { failedPass?: string; recordKey?: string } = {},
 ) {
   const table = await open(dir, `unmatched-${side}`)
-  const rows = selection(table, filter)
+  const rows = await selection(dir, `unmatched-${side}`, table, filter)
   const total = rows ? rows.length : table.numRows
   const prefix = side === 'left' ? 'l.' : 'r.'
   const fields = table.schema.fields.filter((f) => f.name.startsWith(prefix))
@@ -287,26 +355,37 @@ export function arrowExport(dir: string, set: ResultSet): Readable {
   return createReadStream(exportedFile(dir, set))
 }
 
-/** CSV with a header row, encoded a record batch at a time as the client reads (csv.ts). */
+/** Rows encoded between two turns of the event loop: about 10 ms of work. */
+const EXPORT_SLICE_ROWS = 8192
+
+/**
+ * CSV with a header row, encoded as the client reads: the file is read a record batch at a time
+ * (never whole), each batch encoded EXPORT_SLICE_ROWS rows at a time (csv.ts), and the event loop
+ * turns between two slices, so probes and other requests answer while a million rows go out.
+ */
 export async function csvExport(dir: string, set: ResultSet): Promise<Readable> {
-  exportedFile(dir, set)
-  const table = await open(dir, set)
-  const batches = table.batches
-  let next = -1
-  return new Readable({
-    read() {
-      if (next < 0) {
-        next = 0
-        this.push(csvHeader(table.schema, set))
-        return
+  const handle = await openFile(exportedFile(dir, set))
+  let reader: AsyncRecordBatchFileReader
+  try {
+    reader = (await RecordBatchReader.from(handle)) as unknown as AsyncRecordBatchFileReader
+    await reader.open()
+  } catch (err) {
+    await handle.close()
+    throw err
+  }
+  async function* encoded() {
+    try {
+      yield csvHeader(reader.schema, set)
+      for await (const batch of reader) {
+        for (let at = 0; at < batch.numRows; at += EXPORT_SLICE_ROWS) {
+          yield* csvBatch(reader.schema, batch.slice(at, at + EXPORT_SLICE_ROWS), set)
+          await new Promise((next) => setImmediate(next))
+        }
       }
-      // a batch may hold no rows: go on until something is pushed, or the end
-      while (next < batches.length) {
-        const chunks = csvBatch(table.schema, batches[next++], set)
-        for (const chunk of chunks) this.push(chunk)
-        if (chunks.length) return
-      }
-      this.push(null)
-    },
-  })
+    } finally {
+      await reader.cancel().catch(() => {})
+      await handle.close().catch(() => {})
+    }
+  }
+  return Readable.from(encoded(), { objectMode: false })
 }

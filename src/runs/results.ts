@@ -23,6 +23,7 @@ import { type MatchSet, type PassInfo, recordKeyReader } from '../engine/explain
 import type { RunResult } from '../engine/reconcile.js'
 import { takeRows, type Table } from '../engine/data/table.js'
 import { formatDecimal, POW10 } from '../engine/data/values.js'
+import { writeKeyIndex } from './key-index.js'
 
 export const RESULT_SETS = ['matches', 'ambiguous', 'unmatched-left', 'unmatched-right'] as const
 export type ResultSet = (typeof RESULT_SETS)[number]
@@ -244,8 +245,12 @@ function batched(table: ArrowTable): ArrowTable {
 
 /** Writes the four result files of a completed run into `dir` (which exists). */
 export async function writeResults(dir: string, input: ResultsInput): Promise<void> {
-  for (const [set, table] of Object.entries(resultTables(input)))
-    await writeFile(resultFile(dir, set as ResultSet), tableToIPC(batched(table), 'file'))
+  for (const [set, table] of Object.entries(resultTables(input))) {
+    const file = resultFile(dir, set as ResultSet)
+    await writeFile(file, tableToIPC(batched(table), 'file'))
+    // `?key=` lookups read this instead of scanning the file (key-index.ts)
+    await writeKeyIndex(file, table)
+  }
 }
 
 /**

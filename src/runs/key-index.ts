@@ -1,0 +1,130 @@
+// Record-key indexes of a run's result files, so `?key=` answers without scanning a million rows
+// (it took 7 s and held the event loop as long). Written once by the run's worker beside each
+// file (`<set>.keys`): the 32-bit FNV-1a hash of every record key a row holds (a match: its left
+// and right keys; an unmatched record: its own), sorted, with the row each came from. A lookup
+// hashes the key, binary-searches the hashes and checks the few rows found against the file, so
+// a hash collision costs a comparison, never a wrong answer.
+//
+// File layout (little-endian): u32 count, then count u32 hashes (ascending), then count i32 rows.
+
+import { readFile, writeFile } from 'node:fs/promises'
+import type { Data, Table as ArrowTable } from 'apache-arrow'
+
+/** FNV-1a over UTF-8 bytes. */
+function fnv1a(bytes: Uint8Array, from: number, to: number): number {
+  let h = 0x811c9dc5
+  for (let i = from; i < to; i++) h = Math.imul(h ^ bytes[i], 0x01000193)
+  return h >>> 0
+}
+
+const encoder = new TextEncoder()
+
+export function keyHash(key: string): number {
+  const bytes = encoder.encode(key)
+  return fnv1a(bytes, 0, bytes.length)
+}
+
+/** Hashes of the strings of a Utf8 Data (or of a List<Utf8>'s items), with the table row of each. */
+function collect(data: Data, rowBase: number, hashes: number[], rows: number[]): void {
+  const off = data.offset
+  if (data.children?.length && data.valueOffsets) {
+    // List<Utf8>: each row's items
+    const starts = data.valueOffsets as Int32Array
+    const child = data.children[0]
+    const offsets = child.valueOffsets as Int32Array
+    const bytes = child.values as Uint8Array
+    for (let i = 0; i < data.length; i++)
+      for (let k = starts[off + i]; k < starts[off + i + 1]; k++) {
+        hashes.push(fnv1a(bytes, offsets[child.offset + k], offsets[child.offset + k + 1]))
+        rows.push(rowBase + i)
+      }
+    return
+  }
+  const offsets = data.valueOffsets as Int32Array
+  const bytes = data.values as Uint8Array
+  for (let i = 0; i < data.length; i++) {
+    hashes.push(fnv1a(bytes, offsets[off + i], offsets[off + i + 1]))
+    rows.push(rowBase + i)
+  }
+}
+
+/** The index of a result table: by left_keys and right_keys (matches) or record_key (unmatched). */
+export function buildKeyIndex(table: ArrowTable): Uint8Array {
+  const names = ['left_keys', 'right_keys', 'record_key'].filter((n) => table.schema.fields.some((f) => f.name === n))
+  const hashes: number[] = []
+  const rows: number[] = []
+  for (const name of names) {
+    const c = table.schema.fields.findIndex((f) => f.name === name)
+    let base = 0
+    for (const batch of table.batches) {
+      if (batch.numRows > 0) collect(batch.data.children[c], base, hashes, rows)
+      base += batch.numRows
+    }
+  }
+  const n = hashes.length
+  // sorted by hash with a stable two-pass radix sort (16 bits a pass), rows carried along
+  let h = Uint32Array.from(hashes)
+  let r = Int32Array.from(rows)
+  let h2 = new Uint32Array(n)
+  let r2 = new Int32Array(n)
+  for (const shift of [0, 16]) {
+    const counts = new Int32Array(65537)
+    for (let i = 0; i < n; i++) counts[((h[i] >>> shift) & 0xffff) + 1]++
+    for (let b = 0; b < 65536; b++) counts[b + 1] += counts[b]
+    for (let i = 0; i < n; i++) {
+      const at = counts[(h[i] >>> shift) & 0xffff]++
+      h2[at] = h[i]
+      r2[at] = r[i]
+    }
+    ;[h, h2] = [h2, h]
+    ;[r, r2] = [r2, r]
+  }
+  const out = new Uint8Array(4 + 8 * n)
+  const view = new DataView(out.buffer)
+  view.setUint32(0, n, true)
+  new Uint32Array(out.buffer, 4, n).set(h)
+  new Int32Array(out.buffer, 4 + 4 * n, n).set(r)
+  return out
+}
+
+export const indexFile = (arrowFile: string) => arrowFile.replace(/\.arrow$/, '.keys')
+
+export async function writeKeyIndex(arrowFile: string, table: ArrowTable): Promise<void> {
+  await writeFile(indexFile(arrowFile), buildKeyIndex(table))
+}
+
+export interface KeyIndex {
+  /** Rows that may hold the key (a superset: hash collisions included), ascending. */
+  candidates(key: string): number[]
+}
+
+/** Reads an index; null when the run was stored before indexes (the caller then scans). */
+export async function readKeyIndex(arrowFile: string): Promise<KeyIndex | null> {
+  let buf: Buffer
+  try {
+    buf = await readFile(indexFile(arrowFile))
+  } catch {
+    return null
+  }
+  // copied to an aligned buffer: typed-array views need offsets that are multiples of 4
+  const bytes = new Uint8Array(buf.length)
+  bytes.set(buf)
+  const n = new DataView(bytes.buffer).getUint32(0, true)
+  const hashes = new Uint32Array(bytes.buffer, 4, n)
+  const rows = new Int32Array(bytes.buffer, 4 + 4 * n, n)
+  return {
+    candidates(key) {
+      const h = keyHash(key)
+      let lo = 0
+      let hi = n
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1
+        if (hashes[mid] < h) lo = mid + 1
+        else hi = mid
+      }
+      const found = new Set<number>()
+      for (let i = lo; i < n && hashes[i] === h; i++) found.add(rows[i])
+      return [...found].sort((a, b) => a - b)
+    },
+  }
+}
