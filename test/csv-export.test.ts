@@ -9,11 +9,13 @@
 
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { tableFromIPC } from 'apache-arrow'
 import { parse } from 'csv-parse/sync'
 import t from 'tap'
 import { loadConfig } from '../src/config.js'
 import { prng } from '../src/engine/data/prng.js'
 import { type CommandIO, reconcileCommand } from '../src/runs/cli.js'
+import { csvBatch, csvHeader } from '../src/runs/csv.js'
 import { csvExport, matchesPage, unmatchedPage } from '../src/runs/pages.js'
 import { RESULT_SETS } from '../src/runs/results.js'
 
@@ -206,6 +208,16 @@ t.test('CSV exports equal the pages field by field, and the CLI writes the same 
   for (const pass of ['exact', 'split']) {
     const got = await unmatchedPage(stored, 'right', 0, 100_000, { failedPass: pass })
     t.equal(got.total, first.filter((i) => i.failed?.pass === pass).length, `failed_pass=${pass}`)
+  }
+
+  // encoded in slices of any size (an export yields every few thousand rows), the bytes are the same
+  for (const set of RESULT_SETS) {
+    const table = tableFromIPC(await readFile(join(stored, `${set}.arrow`)))
+    const parts: Uint8Array[] = [csvHeader(table.schema, set)]
+    for (const batch of table.batches)
+      for (let at = 0; at < batch.numRows; at += 333)
+        parts.push(...csvBatch(table.schema, batch.slice(at, at + 333), set))
+    t.equal(Buffer.concat(parts).toString('utf8'), await exported(stored, set), `${set} encoded in slices`)
   }
 
   for (const set of RESULT_SETS) {

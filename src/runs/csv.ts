@@ -47,9 +47,14 @@ function needsQuotes(src: Uint8Array, from: number, to: number): boolean {
 
 /** An output buffer that hands out full chunks; a chunk is at least CHUNK bytes unless it is the last. */
 class Sink {
-  private buf = new Uint8Array(CHUNK * 2)
+  private buf: Uint8Array
   at = 0
   readonly full: Uint8Array[] = []
+
+  /** `size`: the first buffer's; it doubles as needed (an export slice may be a few kilobytes). */
+  constructor(size = 256) {
+    this.buf = new Uint8Array(size)
+  }
 
   ensure(n: number): void {
     if (this.at + n <= this.buf.length) return
@@ -73,7 +78,7 @@ class Sink {
     if (this.at === 0) return
     // the buffer itself goes out: a fresh one is cheaper than copying a megabyte
     this.full.push(this.buf.subarray(0, this.at))
-    this.buf = new Uint8Array(Math.max(CHUNK * 2, this.buf.length))
+    this.buf = new Uint8Array(this.buf.length)
     this.at = 0
   }
 
@@ -210,7 +215,10 @@ const POW10 = Array.from({ length: 19 }, (_, k) => 10 ** k)
 const TRUE = encoder.encode('true')
 const FALSE = encoder.encode('false')
 
-/** Writes row `i` (within the batch) of one column. */
+/**
+ * Writes row `i` (within the batch) of one column. A sliced Data's value and offset buffers start
+ * at the slice (Arrow slices them); its bitmaps do not, so bits are read at `data.offset + i`.
+ */
 type Cell = (sink: Sink, i: number) => void
 
 /** A validity test for Arrow's bitmap, or null when the column has no NULLs. */
@@ -221,17 +229,24 @@ function validity(data: Data): ((i: number) => boolean) | null {
   return (i) => (bits[(offset + i) >> 3] & (1 << ((offset + i) & 7))) !== 0
 }
 
-/** Field bytes of a string vector's values (a dictionary), each already quoted as needed. */
+const dictionaries = new WeakMap<Vector, Uint8Array[]>()
+
+/**
+ * Field bytes of a string vector's values (a dictionary), each already quoted as needed; made
+ * once per dictionary, which every batch and slice of a file shares.
+ */
 function encodedValues(vector: Vector | undefined | null): Uint8Array[] {
-  const out: Uint8Array[] = []
-  if (!vector) return out
+  if (!vector) return []
+  let out = dictionaries.get(vector)
+  if (out) return out
+  out = []
   for (let k = 0; k < vector.length; k++) {
     const v = vector.get(k) as string | null
     const sink = new Sink()
     if (v !== null) sink.text(String(v))
-    sink.cut()
-    out.push(sink.full[0] ?? new Uint8Array(0))
+    out.push(sink.bytes().slice())
   }
+  dictionaries.set(vector, out)
   return out
 }
 
@@ -244,25 +259,25 @@ function cellOf(field: Field, data: Data): Cell {
   if (DataType.isUtf8(type)) {
     const offsets = data.valueOffsets as Int32Array
     const bytes = data.values as Uint8Array
-    write = (s, i) => s.field(bytes, offsets[off + i], offsets[off + i + 1])
+    write = (s, i) => s.field(bytes, offsets[i], offsets[i + 1])
   } else if (DataType.isDictionary(type)) {
     const indices = data.values as Int32Array
     const values = encodedValues(data.dictionary)
-    write = (s, i) => s.raw(values[indices[off + i]])
+    write = (s, i) => s.raw(values[indices[i]])
   } else if (DataType.isInt(type) && field.name === 'match_no') {
     const values = data.values as Int32Array
     write = (s, i) => {
       s.byte(0x6d) // m0000001: a match's id in pages and exports
-      s.digits(values[off + i], 7)
+      s.digits(values[i], 7)
     }
   } else if (DataType.isInt(type)) {
     const values = data.values as ArrayLike<number | bigint>
-    write = (s, i) => s.integer(Number(values[off + i]))
+    write = (s, i) => s.integer(Number(values[i]))
   } else if (DataType.isDecimal(type)) {
     const words = data.values as Uint32Array
     const scale = type.scale
     write = (s, i) => {
-      const at = (off + i) * 4
+      const at = i * 4
       // |units| < 2^53: the low two words, the second one signed, hold the value
       s.decimal((words[at + 1] | 0) * 4294967296 + words[at], scale)
     }
@@ -270,11 +285,11 @@ function cellOf(field: Field, data: Data): Cell {
     const values = data.values as Int32Array | BigInt64Array
     write =
       values instanceof Int32Array
-        ? (s, i) => s.date(values[off + i])
-        : (s, i) => s.date(Math.round(Number(values[off + i]) / 86_400_000))
+        ? (s, i) => s.date(values[i])
+        : (s, i) => s.date(Math.round(Number(values[i]) / 86_400_000))
   } else if (DataType.isTimestamp(type)) {
     const values = data.values as ArrayLike<number | bigint>
-    write = (s, i) => s.ascii(formatTimestamp(Number(values[off + i])))
+    write = (s, i) => s.ascii(formatTimestamp(Number(values[i])))
   } else if (DataType.isBool(type)) {
     const bits = data.values as Uint8Array
     write = (s, i) => s.raw((bits[(off + i) >> 3] & (1 << ((off + i) & 7))) !== 0 ? TRUE : FALSE)
@@ -284,23 +299,22 @@ function cellOf(field: Field, data: Data): Cell {
     const child = data.children[0]
     const offsets = child.valueOffsets as Int32Array
     const bytes = child.values as Uint8Array
-    const co = child.offset
     const scratch = new Sink()
     write = (s, i) => {
-      const a = starts[off + i]
-      const b = starts[off + i + 1]
-      if (b - a === 1) return s.field(bytes, offsets[co + a], offsets[co + a + 1])
+      const a = starts[i]
+      const b = starts[i + 1]
+      if (b - a === 1) return s.field(bytes, offsets[a], offsets[a + 1])
       scratch.at = 0
       for (let k = a; k < b; k++) {
         if (k > a) scratch.byte(SEMICOLON)
-        scratch.raw(bytes, offsets[co + k], offsets[co + k + 1])
+        scratch.raw(bytes, offsets[k], offsets[k + 1])
       }
       const joined = scratch.bytes()
       s.field(joined, 0, joined.length)
     }
   } else if (DataType.isFloat(type)) {
     const values = data.values as Float64Array
-    write = (s, i) => s.ascii(String(values[off + i]))
+    write = (s, i) => s.ascii(String(values[i]))
   } else {
     // any other type: its JS value as text (not produced by Concord's result files today)
     write = (s, i) => {
@@ -372,7 +386,7 @@ function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): 
   const key = (d: Data) => {
     const offsets = d.valueOffsets as Int32Array
     const bytes = d.values as Uint8Array
-    return (i: number) => bytes.subarray(offsets[d.offset + i], offsets[d.offset + i + 1])
+    return (i: number) => bytes.subarray(offsets[i], offsets[i + 1])
   }
   const candidateKey = key(candidate)
   const tiedKey = tied ? key(tied) : () => new Uint8Array(0)
@@ -381,8 +395,8 @@ function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): 
   const emptyKey = new Uint8Array(0)
   return (s, i) => {
     const found = hasCandidate(i)
-    const p = found ? passIndex[pass.offset + i] : -1
-    const c = found && hasConjunct(i) ? conjunctIndex[conjunct.offset + i] : -1
+    const p = found ? passIndex[i] : -1
+    const c = found && hasConjunct(i) ? conjunctIndex[i] : -1
     const t = found && (takenBits[(taken.offset + i) >> 3] & (1 << ((taken.offset + i) & 7))) !== 0
     const tiedTo = hasTie(i)
     const tie = found && tiedTo
@@ -466,8 +480,9 @@ export function csvBatch(schema: Schema, batch: RecordBatch, set: ResultSet): Ui
   const side = set === 'unmatched-left' ? 'left' : set === 'unmatched-right' ? 'right' : null
   if (side) cells.splice(1, 0, missCells(schema, batch, side))
   if (!side && schema.fields.some((f) => f.name === 'weights')) cells.push(waterfallCell(schema, batch))
-  const sink = new Sink()
   const n = batch.numRows
+  // sized for the slice (about 64 bytes a row), a megabyte at most: full chunks are handed out
+  const sink = new Sink(Math.min(CHUNK * 2, Math.max(4096, n * 64)))
   const last = cells.length - 1
   for (let i = 0; i < n; i++) {
     for (let c = 0; c < last; c++) {

@@ -7,7 +7,7 @@
 //
 // File layout (little-endian): u32 count, then count u32 hashes (ascending), then count i32 rows.
 
-import { readFile, writeFile } from 'node:fs/promises'
+import { open, writeFile } from 'node:fs/promises'
 import type { Data, Table as ArrowTable } from 'apache-arrow'
 
 /** FNV-1a over UTF-8 bytes. */
@@ -26,7 +26,7 @@ export function keyHash(key: string): number {
 
 /** Hashes of the strings of a Utf8 Data (or of a List<Utf8>'s items), with the table row of each. */
 function collect(data: Data, rowBase: number, hashes: number[], rows: number[]): void {
-  const off = data.offset
+  // value and offset buffers of a sliced Data start at the slice (Arrow slices them)
   if (data.children?.length && data.valueOffsets) {
     // List<Utf8>: each row's items
     const starts = data.valueOffsets as Int32Array
@@ -34,8 +34,8 @@ function collect(data: Data, rowBase: number, hashes: number[], rows: number[]):
     const offsets = child.valueOffsets as Int32Array
     const bytes = child.values as Uint8Array
     for (let i = 0; i < data.length; i++)
-      for (let k = starts[off + i]; k < starts[off + i + 1]; k++) {
-        hashes.push(fnv1a(bytes, offsets[child.offset + k], offsets[child.offset + k + 1]))
+      for (let k = starts[i]; k < starts[i + 1]; k++) {
+        hashes.push(fnv1a(bytes, offsets[k], offsets[k + 1]))
         rows.push(rowBase + i)
       }
     return
@@ -43,7 +43,7 @@ function collect(data: Data, rowBase: number, hashes: number[], rows: number[]):
   const offsets = data.valueOffsets as Int32Array
   const bytes = data.values as Uint8Array
   for (let i = 0; i < data.length; i++) {
-    hashes.push(fnv1a(bytes, offsets[off + i], offsets[off + i + 1]))
+    hashes.push(fnv1a(bytes, offsets[i], offsets[i + 1]))
     rows.push(rowBase + i)
   }
 }
@@ -100,15 +100,23 @@ export interface KeyIndex {
 
 /** Reads an index; null when the run was stored before indexes (the caller then scans). */
 export async function readKeyIndex(arrowFile: string): Promise<KeyIndex | null> {
-  let buf: Buffer
+  let bytes: Uint8Array
   try {
-    buf = await readFile(indexFile(arrowFile))
+    // read into a buffer of its own: the typed-array views below need it aligned
+    const handle = await open(indexFile(arrowFile))
+    try {
+      bytes = new Uint8Array((await handle.stat()).size)
+      for (let at = 0; at < bytes.length;) {
+        const { bytesRead } = await handle.read(bytes, at, bytes.length - at, at)
+        if (bytesRead === 0) break
+        at += bytesRead
+      }
+    } finally {
+      await handle.close()
+    }
   } catch {
     return null
   }
-  // copied to an aligned buffer: typed-array views need offsets that are multiples of 4
-  const bytes = new Uint8Array(buf.length)
-  bytes.set(buf)
   const n = new DataView(bytes.buffer).getUint32(0, true)
   const hashes = new Uint32Array(bytes.buffer, 4, n)
   const rows = new Int32Array(bytes.buffer, 4 + 4 * n, n)

@@ -124,10 +124,10 @@ function dictionaryRows(table: ArrowTable, name: string, wanted: (value: string 
       const nullOk = wanted(null)
       const indices = data.values as Int32Array
       const bits = data.nullCount > 0 ? data.nullBitmap : null
-      const off = data.offset
+      const off = data.offset // bitmaps are not sliced, the indices are
       for (let i = 0; i < batch.numRows; i++) {
         const valid = !bits || (bits[(off + i) >> 3] & (1 << ((off + i) & 7))) !== 0
-        if (valid ? ok[indices[off + i]] : nullOk) rows.push(base + i)
+        if (valid ? ok[indices[i]] : nullOk) rows.push(base + i)
       }
     }
     base += batch.numRows
@@ -355,12 +355,16 @@ export function arrowExport(dir: string, set: ResultSet): Readable {
   return createReadStream(exportedFile(dir, set))
 }
 
-/** Rows encoded between two turns of the event loop: about 10 ms of work. */
-const EXPORT_SLICE_ROWS = 8192
+/**
+ * Work done between two turns of the event loop while exporting: slices sized to take about this
+ * long. Several exports interleave in one turn (each resumes from setImmediate), so a probe waits
+ * at most a few slices.
+ */
+const EXPORT_SLICE_MS = 3
 
 /**
  * CSV with a header row, encoded as the client reads: the file is read a record batch at a time
- * (never whole), each batch encoded EXPORT_SLICE_ROWS rows at a time (csv.ts), and the event loop
+ * (never whole), each batch encoded a slice of a few milliseconds at a time (csv.ts), and the event loop
  * turns between two slices, so probes and other requests answer while a million rows go out.
  */
 export async function csvExport(dir: string, set: ResultSet): Promise<Readable> {
@@ -376,9 +380,16 @@ export async function csvExport(dir: string, set: ResultSet): Promise<Readable> 
   async function* encoded() {
     try {
       yield csvHeader(reader.schema, set)
+      let rows = 1024
       for await (const batch of reader) {
-        for (let at = 0; at < batch.numRows; at += EXPORT_SLICE_ROWS) {
-          yield* csvBatch(reader.schema, batch.slice(at, at + EXPORT_SLICE_ROWS), set)
+        for (let at = 0; at < batch.numRows;) {
+          const t0 = performance.now()
+          const chunks = csvBatch(reader.schema, batch.slice(at, at + rows), set)
+          at += rows
+          // the next slice sized from this one's pace: at most twice as many rows, at least 256
+          const pace = (rows * EXPORT_SLICE_MS) / Math.max(0.1, performance.now() - t0)
+          rows = Math.max(256, Math.min(rows * 2, Math.round(pace)))
+          yield* chunks
           await new Promise((next) => setImmediate(next))
         }
       }
