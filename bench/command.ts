@@ -11,28 +11,12 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, rmSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { reconFiles, writeRecon } from './gen-recon.js'
+import { AS_NPM_START, median, type Timed, timed } from './whole-process.js'
 
 const arg = process.argv.indexOf('--rows')
 const sizes = (arg >= 0 ? process.argv[arg + 1] : '1000000').split(',').map(Number)
 const runs = Number(process.env.BENCH_RUNS ?? 3)
 const recipe = resolve('bench/recipes/recon-keyed.json')
-const AS_NPM_START = { ...process.env, GLIBC_TUNABLES: process.env.GLIBC_TUNABLES || 'glibc.malloc.hugetlb=1' }
-
-interface Timed {
-  ms: number
-  rssMiB: number
-}
-
-function timed(command: string[], env: NodeJS.ProcessEnv): Timed {
-  const t0 = performance.now()
-  const res = spawnSync('/usr/bin/time', ['-f', 'maxrss %M', ...command], { encoding: 'utf8', env, maxBuffer: 1 << 26 })
-  const ms = performance.now() - t0
-  if (res.status !== 0) throw new Error(`${command.join(' ')} failed (${res.status}):\n${res.stderr}`)
-  const rss = /maxrss (\d+)/.exec(res.stderr)
-  return { ms, rssMiB: rss ? Number(rss[1]) / 1024 : Number.NaN }
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 
 if (spawnSync(process.execPath, ['scripts/build.js']).status !== 0) throw new Error('npm run build failed')
 const help = Array.from({ length: 5 }, () => timed([process.execPath, 'bin/concord.js', '--help'], AS_NPM_START))

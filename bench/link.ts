@@ -10,38 +10,17 @@
 // The DuckDB script's join grows with the square of the rows in a window (about 4 minutes at 100k),
 // so past BENCH_DUCKDB_MAX_ROWS rows per side (100000) it is not run and its cells say so.
 
-import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { writeUnkeyed } from './gen-unkeyed.js'
 import { scoreUnkeyed } from './score-unkeyed.js'
+import { AS_NPM_START, median, type Timed, timed } from './whole-process.js'
 
 const arg = process.argv.indexOf('--rows')
 const sizes = (arg >= 0 ? process.argv[arg + 1] : '10000,45000,100000').split(',').map(Number)
 const runs = Number(process.env.BENCH_RUNS ?? 3)
 const duckdbMaxRows = Number(process.env.BENCH_DUCKDB_MAX_ROWS ?? 100_000)
 const recipe = resolve('bench/recipes/unkeyed-probabilistic.json')
-// Concord as `npm start` runs it (see bench/recon.ts): glibc backs large arrays with huge pages
-const AS_NPM_START = { ...process.env, GLIBC_TUNABLES: process.env.GLIBC_TUNABLES || 'glibc.malloc.hugetlb=1' }
-
-interface Timed {
-  ms: number
-  rssMiB: number
-  stdout: string
-}
-
-/** Runs a command under GNU time: wall time as seen from here, peak RSS as the kernel counts it. */
-function timed(command: string[], env: NodeJS.ProcessEnv): Timed {
-  const t0 = performance.now()
-  const res = spawnSync('/usr/bin/time', ['-f', 'maxrss %M', ...command], { encoding: 'utf8', env, maxBuffer: 1 << 26 })
-  const ms = performance.now() - t0
-  if (res.status !== 0) throw new Error(`${command.join(' ')} failed (${res.status}):\n${res.stderr}`)
-  const rss = /maxrss (\d+)/.exec(res.stderr)
-  return { ms, rssMiB: rss ? Number(rss[1]) / 1024 : Number.NaN, stdout: res.stdout }
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
-
 const rows: string[] = []
 for (const n of sizes) {
   const dir = resolve(`bench/data/unkeyed-${n}`)

@@ -22,7 +22,7 @@ import { openConfig } from '../sources/secrets.js'
 import { type ConnectorContext, type ConnectorRegistry, loadConnectors } from '../sources/registry.js'
 import { FilterConditionSchema } from '../sources/schemas.js'
 import { csvBatch, csvHeader } from './csv.js'
-import { type JobProgress, matchJob } from './job.js'
+import { type JobProgress, runJob } from './job.js'
 import { type ResultSet, type ResultsInput, resultTables, writeResults } from './results.js'
 import { RECONCILE_USAGE } from './usage.js'
 
@@ -346,18 +346,10 @@ async function run(
     connectors,
     outDir: null,
   }
-  const { results, report } = await matchJob(
-    spec,
-    tty ? (p) => io.stderr.write(progressBar(p)) : undefined,
-    undefined,
-    registry,
-  )
-  const summary = results.result.summary
-  if (outDir && summary.status === 'completed') {
-    report({ phase: 'writing', percent: 85 })
-    await writeOut(results, outDir, args.format)
-    report({ phase: 'done', percent: 100 })
-  } else if (summary.status === 'completed') report({ phase: 'done', percent: 100 })
+  const summary = await runJob(spec, tty ? (p) => io.stderr.write(progressBar(p)) : undefined, {
+    connectors: registry,
+    write: outDir ? (results) => writeOut(results, outDir, args.format) : undefined,
+  })
   if (tty) io.stderr.write('\n')
   io.stdout.write(
     args.json ? `${JSON.stringify({ ...summary, params: used }, null, 2)}\n` : `${summaryTable(summary)}\n`,
@@ -410,28 +402,26 @@ async function checkRecipe(
   lookups: Record<string, Source>,
   registry: ConnectorRegistry,
 ) {
-  {
-    const describe = async (s: Source) => {
-      const connector = registry.get(s.type)
-      return connector.describe({ ...s, config: await connector.prepare(s.config) })
-    }
-    const lookupColumns: Record<string, ColumnInfo[]> = {}
-    for (const [name, source] of Object.entries(lookups)) lookupColumns[name] = await describe(source)
-    // each lookup's columns are those of the source bound to it, whatever its declared alias
-    const schemas = {
-      l: await describe(sources.left),
-      r: await describe(sources.right),
-      lookups: Object.fromEntries(
-        Object.entries(recipe.lookups ?? {}).map(([name, def]) => [name, { ...def, columns: lookupColumns[name] }]),
-      ),
-    }
-    const report = validateRecipe(recipe, schemas)
-    if (!report.valid) {
-      const lines = report.issues.map(
-        (i) => `${i.pass ? `pass ${i.pass}: ` : ''}${i.message}${i.suggestion ? ` (${i.suggestion})` : ''}`,
-      )
-      throw new ConcordError('invalid_recipe', `the recipe has issues:\n  ${lines.join('\n  ')}`, 2)
-    }
+  const describe = async (s: Source) => {
+    const connector = registry.get(s.type)
+    return connector.describe({ ...s, config: await connector.prepare(s.config) })
+  }
+  const lookupColumns: Record<string, ColumnInfo[]> = {}
+  for (const [name, source] of Object.entries(lookups)) lookupColumns[name] = await describe(source)
+  // each lookup's columns are those of the source bound to it, whatever its declared alias
+  const schemas = {
+    l: await describe(sources.left),
+    r: await describe(sources.right),
+    lookups: Object.fromEntries(
+      Object.entries(recipe.lookups ?? {}).map(([name, def]) => [name, { ...def, columns: lookupColumns[name] }]),
+    ),
+  }
+  const report = validateRecipe(recipe, schemas)
+  if (!report.valid) {
+    const lines = report.issues.map(
+      (i) => `${i.pass ? `pass ${i.pass}: ` : ''}${i.message}${i.suggestion ? ` (${i.suggestion})` : ''}`,
+    )
+    throw new ConcordError('invalid_recipe', `the recipe has issues:\n  ${lines.join('\n  ')}`, 2)
   }
 }
 

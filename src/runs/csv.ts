@@ -9,7 +9,7 @@
 // Field rules (as before): NULL is an empty field; a field holding a quote, comma, CR or LF, or
 // starting or ending with whitespace, is quoted with quotes doubled; lists are joined with ';'.
 
-import { type Data, DataType, type RecordBatch, type Schema, type Field, type Vector } from 'apache-arrow'
+import { type Data, DataType, type Field, makeVector, type RecordBatch, type Schema, type Vector } from 'apache-arrow'
 import { describeUnmatched, matchWeights, type MatchWeights, type PassInfo } from '../engine/explain/evidence.js'
 import { formatDate, formatTimestamp } from '../engine/data/values.js'
 import type { ResultSet } from './results.js'
@@ -114,20 +114,7 @@ class Sink {
 
   /** A field from UTF-8 bytes, quoted when it must be. */
   field(src: Uint8Array, from: number, to: number): void {
-    if (!needsQuotes(src, from, to)) {
-      const n = to - from
-      this.ensure(n)
-      const buf = this.buf
-      let at = this.at
-      // short fields (keys, names) copy faster by hand than through set()
-      if (n < 32) for (let i = from; i < to; i++) buf[at++] = src[i]
-      else {
-        buf.set(src.subarray(from, to), at)
-        at += n
-      }
-      this.at = at
-      return
-    }
+    if (!needsQuotes(src, from, to)) return this.raw(src, from, to)
     this.ensure(2 * (to - from) + 2)
     const buf = this.buf
     let at = this.at
@@ -221,12 +208,15 @@ const FALSE = encoder.encode('false')
  */
 type Cell = (sink: Sink, i: number) => void
 
-/** A validity test for Arrow's bitmap, or null when the column has no NULLs. */
-function validity(data: Data): ((i: number) => boolean) | null {
-  const bits = data.nullBitmap
-  if (!bits || data.nullCount === 0) return null
-  const offset = data.offset
+/** Bit `offset + i` of an Arrow bitmap (validity, booleans): bitmaps are not sliced with their Data. */
+function bitReader(bits: Uint8Array, offset: number): (i: number) => boolean {
   return (i) => (bits[(offset + i) >> 3] & (1 << ((offset + i) & 7))) !== 0
+}
+
+/** A validity test for Arrow's bitmap, or null when the column has no NULLs. */
+export function validity(data: Data): ((i: number) => boolean) | null {
+  if (!data.nullBitmap || data.nullCount === 0) return null
+  return bitReader(data.nullBitmap, data.offset)
 }
 
 const dictionaries = new WeakMap<Vector, Uint8Array[]>()
@@ -253,7 +243,6 @@ function encodedValues(vector: Vector | undefined | null): Uint8Array[] {
 /** The cell writer for one column of a batch. */
 function cellOf(field: Field, data: Data): Cell {
   const valid = validity(data)
-  const off = data.offset
   const type = data.type
   let write: Cell
   if (DataType.isUtf8(type)) {
@@ -291,8 +280,8 @@ function cellOf(field: Field, data: Data): Cell {
     const values = data.values as ArrayLike<number | bigint>
     write = (s, i) => s.ascii(formatTimestamp(Number(values[i])))
   } else if (DataType.isBool(type)) {
-    const bits = data.values as Uint8Array
-    write = (s, i) => s.raw((bits[(off + i) >> 3] & (1 << ((off + i) & 7))) !== 0 ? TRUE : FALSE)
+    const bit = bitReader(data.values as Uint8Array, data.offset)
+    write = (s, i) => s.raw(bit(i) ? TRUE : FALSE)
   } else if (DataType.isList(type) && DataType.isUtf8(data.children[0].type)) {
     // a match's record keys, joined with ';'
     const starts = data.valueOffsets as Int32Array
@@ -317,8 +306,9 @@ function cellOf(field: Field, data: Data): Cell {
     write = (s, i) => s.ascii(String(values[i]))
   } else {
     // any other type: its JS value as text (not produced by Concord's result files today)
+    const vector = makeVector(data)
     write = (s, i) => {
-      const v = (data as unknown as { get?: (i: number) => unknown }).get?.(i)
+      const v = vector.get(i) as unknown
       if (v !== null && v !== undefined) s.text(String(v))
     }
   }
@@ -382,7 +372,7 @@ function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): 
   const conjunctIndex = conjunct.values as Int32Array
   const conjunctNames = conjunct.dictionary
   const passNames = pass.dictionary
-  const takenBits = taken.values as Uint8Array
+  const wasTaken = bitReader(taken.values as Uint8Array, taken.offset)
   const key = (d: Data) => {
     const offsets = d.valueOffsets as Int32Array
     const bytes = d.values as Uint8Array
@@ -397,7 +387,7 @@ function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): 
     const found = hasCandidate(i)
     const p = found ? passIndex[i] : -1
     const c = found && hasConjunct(i) ? conjunctIndex[i] : -1
-    const t = found && (takenBits[(taken.offset + i) >> 3] & (1 << ((taken.offset + i) & 7))) !== 0
+    const t = found && wasTaken(i)
     const tiedTo = hasTie(i)
     const tie = found && tiedTo
     const id = `${p}:${c}:${t ? 1 : 0}:${tie ? 1 : 0}`

@@ -52,39 +52,27 @@ export function inScope(table: Table, scope: FilterCondition[]): Table {
   return takeRows(table, selectRows(table, resolveConditions(describeTable(table), scope)))
 }
 
-/**
- * Runs a job; resolves with the summary once the results (if any) are written to `outDir`.
- * `connectors`: a registry the caller already opened and closes itself (`concord reconcile`
- * checked the recipe against the sources through it, and its file cache holds what it parsed);
- * without one the job opens its own.
- */
+export interface JobOptions {
+  signal?: AbortSignal
+  /**
+   * A registry the caller already opened and closes itself (`concord reconcile` checked the recipe
+   * against the sources through it, and its file cache holds what it parsed); without one the job
+   * opens its own.
+   */
+  connectors?: ConnectorRegistry
+  /**
+   * Writes a completed run's results; by default the Arrow files into `spec.outDir` (nothing when
+   * it is null). `concord reconcile --out` encodes CSV from the tables in memory instead.
+   */
+  write?: (results: ResultsInput) => Promise<void>
+}
+
+/** Runs a job; resolves with the summary once the results (if any) are written. */
 export async function runJob(
   spec: JobSpec,
   onProgress: (p: JobProgress) => void = () => {},
-  signal?: AbortSignal,
-  connectors?: ConnectorRegistry,
+  { signal, connectors, write = storeIn(spec.outDir) }: JobOptions = {},
 ): Promise<RunSummary> {
-  const { report, results } = await matchJob(spec, onProgress, signal, connectors)
-  if (spec.outDir && results.result.summary.status === 'completed') {
-    report({ phase: 'writing', percent: 85 })
-    await mkdir(spec.outDir, { recursive: true })
-    await writeResults(spec.outDir, results)
-  }
-  // a failed pass leaves the progress where the run stopped
-  if (results.result.summary.status === 'completed') report({ phase: 'done', percent: 100 })
-  return results.result.summary
-}
-
-/**
- * A job up to its results in memory (loaded, matched; nothing written): runJob stores them,
- * `concord reconcile --out` encodes them as it is asked. `report` goes on reporting progress.
- */
-export async function matchJob(
-  spec: JobSpec,
-  onProgress: (p: JobProgress) => void = () => {},
-  signal?: AbortSignal,
-  connectors?: ConnectorRegistry,
-): Promise<{ results: ResultsInput; report: (patch: Partial<JobProgress>) => void }> {
   const progress: JobProgress = { ...initialProgress(), phase: 'loading' }
   const report = (patch: Partial<JobProgress>) => {
     Object.assign(progress, patch)
@@ -92,7 +80,7 @@ export async function matchJob(
   }
   report({})
   const keys = { leftKey: spec.recipe.left.key, rightKey: spec.recipe.right.key }
-  if (spec.engine === 'postgres') return { results: { ...(await pushdown(spec, report)), ...keys }, report }
+  if (spec.engine === 'postgres') return finish({ ...(await pushdown(spec, report)), ...keys }, report, write)
   let tables: { left: Table; right: Table }
   let lookups: Record<string, Table>
   // opened on first use: a sample run without lookups loads nothing through a connector
@@ -136,7 +124,32 @@ export async function matchJob(
     lookups,
     onProgress: (p) => report({ pass: p.pass, percent: 30 + Math.round(p.percent * 0.55) }),
   })
-  return { results: { result, ...keys }, report }
+  return finish({ result, ...keys }, report, write)
+}
+
+/** The default writer: the Arrow files into `dir`, or nothing for a dry run. */
+function storeIn(dir: string | null): JobOptions['write'] {
+  if (!dir) return undefined
+  return async (results) => {
+    await mkdir(dir, { recursive: true })
+    await writeResults(dir, results)
+  }
+}
+
+async function finish(
+  results: ResultsInput,
+  report: (patch: Partial<JobProgress>) => void,
+  write: JobOptions['write'],
+): Promise<RunSummary> {
+  const { summary } = results.result
+  // a failed pass leaves the progress where the run stopped
+  if (summary.status !== 'completed') return summary
+  if (write) {
+    report({ phase: 'writing', percent: 85 })
+    await write(results)
+  }
+  report({ phase: 'done', percent: 100 })
+  return summary
 }
 
 async function pushdown(

@@ -19,7 +19,7 @@ import {
 import { describeUnmatched, type MatchWeights, matchWeights, type PassInfo } from '../engine/explain/evidence.js'
 import { ConcordError } from '../errors.js'
 import { formatDate, formatDecimal, formatTimestamp } from '../engine/data/values.js'
-import { csvBatch, csvHeader } from './csv.js'
+import { csvBatch, csvHeader, validity } from './csv.js'
 import { indexFile, type KeyIndex, readKeyIndex } from './key-index.js'
 import { type ResultSet, resultFile } from './results.js'
 
@@ -123,11 +123,9 @@ function dictionaryRows(table: ArrowTable, name: string, wanted: (value: string 
       const ok = Array.from({ length: dictionary?.length ?? 0 }, (_, k) => wanted(dictionary!.get(k) as string))
       const nullOk = wanted(null)
       const indices = data.values as Int32Array
-      const bits = data.nullCount > 0 ? data.nullBitmap : null
-      const off = data.offset // bitmaps are not sliced, the indices are
+      const valid = validity(data)
       for (let i = 0; i < batch.numRows; i++) {
-        const valid = !bits || (bits[(off + i) >> 3] & (1 << ((off + i) & 7))) !== 0
-        if (valid ? ok[indices[i]] : nullOk) rows.push(base + i)
+        if (valid === null || valid(i) ? ok[indices[i]] : nullOk) rows.push(base + i)
       }
     }
     base += batch.numRows

@@ -1,0 +1,28 @@
+// Measuring a whole command as its own process, shared by the benchmarks that run what users run
+// (bench/link.ts, bench/command.ts).
+
+import { spawnSync } from 'node:child_process'
+
+// Concord as `npm start` runs it (see bench/recon.ts): glibc backs large arrays with huge pages
+export const AS_NPM_START = {
+  ...process.env,
+  GLIBC_TUNABLES: process.env.GLIBC_TUNABLES || 'glibc.malloc.hugetlb=1',
+}
+
+export interface Timed {
+  ms: number
+  rssMiB: number
+  stdout: string
+}
+
+/** Runs a command under GNU time: wall time as seen from here, peak RSS as the kernel counts it. */
+export function timed(command: string[], env: NodeJS.ProcessEnv): Timed {
+  const t0 = performance.now()
+  const res = spawnSync('/usr/bin/time', ['-f', 'maxrss %M', ...command], { encoding: 'utf8', env, maxBuffer: 1 << 26 })
+  const ms = performance.now() - t0
+  if (res.status !== 0) throw new Error(`${command.join(' ')} failed (${res.status}):\n${res.stderr}`)
+  const rss = /maxrss (\d+)/.exec(res.stderr)
+  return { ms, rssMiB: rss ? Number(rss[1]) / 1024 : Number.NaN, stdout: res.stdout }
+}
+
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
