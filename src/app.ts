@@ -13,6 +13,7 @@ import { isDatabaseUnavailable, type ServiceDatabase } from './db/connect.js'
 import dbPlugin from './db/plugin.js'
 import { ConcordError } from './errors.js'
 import metrics from './metrics.js'
+import { loopGauge } from './pressure.js'
 import ai from './ai/service.js'
 import auth, { isProbe, rateLimitKey } from './auth/plugin.js'
 import chat from './orchestrator/service.js'
@@ -107,10 +108,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   })
   await app.register(swaggerUi, { routePrefix: '/docs' })
   await app.register(metrics)
-  // overload and abuse: a 503 while the event loop or memory is saturated, a 429 past the rate
+  // overload and abuse: a 503 while the event loop or memory is saturated, a 429 past the rate.
+  // The loop is measured from onReady on (src/pressure.ts): start-up work is not load.
+  const loop = loopGauge(opts.config.maxEventLoopDelayMs)
+  app.addHook('onReady', async () => loop.start())
+  app.addHook('onClose', async () => loop.stop())
   await app.register(underPressure, {
-    maxEventLoopDelay: opts.config.maxEventLoopDelayMs,
     maxHeapUsedBytes: opts.config.maxHeapUsedBytes,
+    healthCheck: async () => loop.healthy(),
+    healthCheckInterval: 1000,
     retryAfter: 5,
     // probes answer even now: an orchestrator must see the process alive and read its metrics
     pressureHandler: async (request, reply) => {

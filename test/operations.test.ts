@@ -7,6 +7,7 @@ import { Writable } from 'node:stream'
 import t from 'tap'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
+import { loopGauge } from '../src/pressure.js'
 import { freshDatabase, testApp } from './helpers/app.js'
 import { fakeAnthropic, toolCalls } from './helpers/fake-anthropic.js'
 import { waitForRun } from './helpers/runs.js'
@@ -140,8 +141,36 @@ t.test('under pressure, requests get a 503 overloaded instead of waiting', async
   t.match(res.json(), { error: 'overloaded' })
   t.ok(res.headers['retry-after'])
   // the probes still answer: an orchestrator sees the process alive and can read why it is busy
-  for (const url of ['/health', '/ready', '/metrics'])
+  for (const url of ['/health', '/metrics'])
     t.equal((await app.inject({ method: 'GET', url })).statusCode, 200, `${url} answers under pressure`)
+  // and /ready says what an ordinary request would meet, so traffic goes elsewhere meanwhile
+  const ready = await app.inject({ method: 'GET', url: '/ready' })
+  t.equal(ready.statusCode, 503)
+  t.match(ready.json(), { status: 'overloaded' })
+})
+
+t.test('the loop guard counts serving, not start-up, and reads a held loop as overload', async (t) => {
+  const hold = (ms: number) => {
+    const until = performance.now() + ms
+    while (performance.now() < until);
+  }
+  const gauge = loopGauge(50)
+  t.ok(gauge.healthy(), 'before the app is ready nothing is measured')
+  hold(300) // start-up work: module loads, the database's first open
+  gauge.start()
+  await new Promise((r) => setTimeout(r, 50))
+  t.ok(gauge.healthy(), 'what came before start() does not count')
+  hold(300)
+  await new Promise((r) => setTimeout(r, 20))
+  t.notOk(gauge.healthy(), 'a loop held for 300 ms in the window is over a 50 ms bound')
+  await new Promise((r) => setTimeout(r, 100))
+  t.ok(gauge.healthy(), 'the next quiet window is healthy again')
+  gauge.stop()
+  const off = loopGauge(0)
+  off.start()
+  hold(100)
+  t.ok(off.healthy(), 'a bound of 0 turns the guard off')
+  off.stop()
 })
 
 t.test('oversize bodies and uploads answer 413 payload_too_large and leave nothing', async (t) => {

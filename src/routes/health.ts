@@ -1,4 +1,6 @@
-// Probes: /health says the process is up; /ready says it can serve (its database answers).
+// Probes: /health says the process is up; /ready says it can serve: its database answers and the
+// overload guard would let an ordinary request through (so a client that waits for /ready is not
+// then refused).
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
@@ -8,8 +10,11 @@ const Status = Type.Object({ status: Type.String(), database: Type.Optional(Type
 const routes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/health', { schema: { tags: ['ops'], response: { 200: Status } } }, async () => ({ status: 'ok' }))
   app.get('/ready', { schema: { tags: ['ops'], response: { 200: Status, 503: Status } } }, async (_request, reply) => {
-    const ok = await app.database.ping()
-    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ready' : 'unavailable', database: app.database.kind })
+    const database = app.database.kind
+    if (!(await app.database.ping())) return reply.code(503).send({ status: 'unavailable', database })
+    if (app.isUnderPressure())
+      return reply.code(503).header('retry-after', '5').send({ status: 'overloaded', database })
+    return reply.code(200).send({ status: 'ready', database })
   })
 }
 
