@@ -7,7 +7,7 @@
 // --out` (CSV encoded from the tables in memory) writes the very bytes the service exports from
 // the stored files.
 
-import { readFile } from 'node:fs/promises'
+import { cp, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { tableFromIPC } from 'apache-arrow'
 import { parse } from 'csv-parse/sync'
@@ -16,7 +16,8 @@ import { loadConfig } from '../src/config.js'
 import { prng } from '../src/engine/data/prng.js'
 import { type CommandIO, reconcileCommand } from '../src/runs/cli.js'
 import { csvBatch, csvHeader } from '../src/runs/csv.js'
-import { csvExport, matchesPage, unmatchedPage } from '../src/runs/pages.js'
+import { CsvExporter } from '../src/runs/exporter.js'
+import { matchesPage, unmatchedPage } from '../src/runs/pages.js'
 import { RESULT_SETS } from '../src/runs/results.js'
 
 const testEnv = { LOG_LEVEL: 'silent', AI_MODE: 'deterministic' }
@@ -82,9 +83,13 @@ const io = (): CommandIO & { err: () => string } => {
   }
 }
 
+// the service's exporter: the CSV is encoded on its worker thread and streamed back
+const exporter = new CsvExporter()
+t.teardown(() => exporter.close())
+
 async function exported(dir: string, set: (typeof RESULT_SETS)[number]): Promise<string> {
   const chunks: Buffer[] = []
-  for await (const c of await csvExport(dir, set)) chunks.push(Buffer.from(c as Uint8Array))
+  for await (const c of exporter.csv(dir, set)) chunks.push(Buffer.from(c as Uint8Array))
   return Buffer.concat(chunks).toString('utf8')
 }
 
@@ -224,4 +229,28 @@ t.test('CSV exports equal the pages field by field, and the CLI writes the same 
     const cli = await readFile(join(dir, 'cli', `${set}.csv`), 'utf8')
     t.equal(cli, await exported(stored, set), `${set}: the CLI's CSV is the service's export`)
   }
+
+  // concurrent exports share the worker and each gets its own bytes
+  const together = await Promise.all(RESULT_SETS.map((set) => exported(stored, set)))
+  for (const [k, set] of RESULT_SETS.entries())
+    t.equal(together[k], await readFile(join(dir, 'cli', `${set}.csv`), 'utf8'), `${set} exported alongside the others`)
+
+  // a client that goes away after the first chunk: the export ends there and the next one is whole
+  const gone = exporter.csv(stored, 'matches')
+  for await (const chunk of gone) {
+    t.ok((chunk as Uint8Array).byteLength > 0, 'a first chunk arrived')
+    break
+  }
+  t.ok(gone.destroyed, 'the stream of a client that left is destroyed')
+  t.equal(await exported(stored, 'matches'), await readFile(join(dir, 'cli', 'matches.csv'), 'utf8'))
+
+  // a result file that vanishes under an export: the stream fails, it does not hang or end short
+  const copy = join(dir, 'vanishing')
+  await cp(stored, copy, { recursive: true })
+  const doomed = exporter.csv(copy, 'unmatched-left')
+  await rm(join(copy, 'unmatched-left.arrow'))
+  await t.rejects(async () => {
+    for await (const _ of doomed);
+  }, /ENOENT/)
+  t.throws(() => exporter.csv(join(dir, 'no-such-run'), 'ambiguous'), { code: 'result_set_missing' })
 })

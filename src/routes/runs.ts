@@ -2,7 +2,7 @@
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { arrowExport, csvExport, matchesPage, unmatchedPage } from '../runs/pages.js'
+import { arrowExport, matchesPage, unmatchedPage } from '../runs/pages.js'
 import { RESULT_SETS, type ResultSet } from '../runs/results.js'
 import type { StartRun } from '../runs/service.js'
 
@@ -130,7 +130,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       const name = `run-${request.params.id}-${set}.${format}`
       reply.header('content-disposition', `attachment; filename="${name}"`)
       if (format === 'arrow') return reply.type('application/vnd.apache.arrow.file').send(arrowExport(dir, set))
-      return reply.type('text/csv; charset=utf-8').send(await csvExport(dir, set))
+      return reply.type('text/csv; charset=utf-8').send(app.runs.exporter.csv(dir, set))
     },
   )
 

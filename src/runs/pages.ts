@@ -336,7 +336,7 @@ export async function unmatchedPage(
 }
 
 /** A result set's file; a run stored before ambiguous matches had their own file has none for them. */
-function exportedFile(dir: string, set: ResultSet): string {
+export function exportedFile(dir: string, set: ResultSet): string {
   const path = resultFile(dir, set)
   if (set === 'ambiguous' && !existsSync(path))
     throw new ConcordError(
@@ -353,48 +353,28 @@ export function arrowExport(dir: string, set: ResultSet): Readable {
   return createReadStream(exportedFile(dir, set))
 }
 
-/**
- * Work done between two turns of the event loop while exporting: slices sized to take about this
- * long. Several exports interleave in one turn (each resumes from setImmediate), so a probe waits
- * at most a few slices.
- */
-const EXPORT_SLICE_MS = 3
+/** Rows encoded at a time: a slice's chunks are small next to the messages they travel in. */
+const CSV_SLICE_ROWS = 8192
 
 /**
- * CSV with a header row, encoded as the client reads: the file is read a record batch at a time
- * (never whole), each batch encoded a slice of a few milliseconds at a time (csv.ts), and the event loop
- * turns between two slices, so probes and other requests answer while a million rows go out.
+ * A result set as CSV chunks with a header row: the file is read a record batch at a time (never
+ * whole) and encoded a slice at a time (csv.ts). This is CPU work: the service runs it on the export
+ * worker (exporter.ts), never on the event loop.
  */
-export async function csvExport(dir: string, set: ResultSet): Promise<Readable> {
+export async function* csvChunks(dir: string, set: ResultSet): AsyncGenerator<Uint8Array> {
   const handle = await openFile(exportedFile(dir, set))
-  let reader: AsyncRecordBatchFileReader
   try {
-    reader = (await RecordBatchReader.from(handle)) as unknown as AsyncRecordBatchFileReader
+    const reader = (await RecordBatchReader.from(handle)) as unknown as AsyncRecordBatchFileReader
     await reader.open()
-  } catch (err) {
-    await handle.close()
-    throw err
-  }
-  async function* encoded() {
     try {
       yield csvHeader(reader.schema, set)
-      let rows = 1024
-      for await (const batch of reader) {
-        for (let at = 0; at < batch.numRows;) {
-          const t0 = performance.now()
-          const chunks = csvBatch(reader.schema, batch.slice(at, at + rows), set)
-          at += rows
-          // the next slice sized from this one's pace: at most twice as many rows, at least 256
-          const pace = (rows * EXPORT_SLICE_MS) / Math.max(0.1, performance.now() - t0)
-          rows = Math.max(256, Math.min(rows * 2, Math.round(pace)))
-          yield* chunks
-          await new Promise((next) => setImmediate(next))
-        }
-      }
+      for await (const batch of reader)
+        for (let at = 0; at < batch.numRows; at += CSV_SLICE_ROWS)
+          yield* csvBatch(reader.schema, batch.slice(at, at + CSV_SLICE_ROWS), set)
     } finally {
       await reader.cancel().catch(() => {})
-      await handle.close().catch(() => {})
     }
+  } finally {
+    await handle.close().catch(() => {})
   }
-  return Readable.from(encoded(), { objectMode: false })
 }

@@ -27,6 +27,7 @@ import { initialProgress, type JobProgress, type JobSpec, type RunMode } from '.
 import type { Metrics } from '../metrics.js'
 import { forget } from './pages.js'
 import { WorkerPool } from './pool.js'
+import { CsvExporter } from './exporter.js'
 import { pushdownProblem } from './pushdown.js'
 
 export interface StartRun {
@@ -75,6 +76,8 @@ export class RunsService {
   private readonly settled = new Map<string, Promise<void>>()
   private closing = false
   private readonly pool: WorkerPool
+  /** CSV exports, encoded on their own worker thread. */
+  readonly exporter = new CsvExporter()
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -576,6 +579,7 @@ export class RunsService {
     for (const active of this.active.values()) await active.worker.terminate()
     await Promise.all(this.settled.values())
     await this.pool.close()
+    await this.exporter.close()
   }
 
   private async row(ws: string | null, id: string): Promise<RunRow> {
