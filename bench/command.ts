@@ -2,14 +2,17 @@
 // bench/recipes/recon-keyed.json --out DIR` writing the CSV result sets, against a DuckDB script
 // that loads the same files typed, joins them and writes matches and both unmatched sets as CSV
 // (bench/recon-duckdb.ts); the two alternated BENCH_RUNS times (3) on the keyed workload of
-// bench/gen-recon.ts. Also `concord --help`, the start-up a shell user meets. Wall time as seen
-// from here, peak RSS as GNU time reports it; medians. Concord runs from dist/ (npm run build) with
-// the start script's GLIBC_TUNABLES.
+// bench/gen-recon.ts. Alternated with them, the same reconciliation over REST: a `concord serve`
+// started once (files registered by path), timed from POST /api/runs (an inline recipe) to the
+// last byte of its three CSV exports, downloaded together; the files' mtime is touched before each
+// run so no cached parse is reused (a new day's file). Also `concord --help`, the start-up a shell
+// user meets. Wall time as seen from here, peak RSS as GNU time reports it; medians. Concord runs
+// from dist/ (npm run build) with the start script's GLIBC_TUNABLES.
 //   npm run bench:command [-- --rows 100000,1000000]
 
-import { spawnSync } from 'node:child_process'
-import { existsSync, rmSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, utimesSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 import { reconFiles, writeRecon } from './gen-recon.js'
 import { AS_NPM_START, median, type Timed, timed } from './whole-process.js'
 
@@ -22,7 +25,67 @@ if (spawnSync(process.execPath, ['scripts/build.js']).status !== 0) throw new Er
 const help = Array.from({ length: 5 }, () => timed([process.execPath, 'bin/concord.js', '--help'], AS_NPM_START))
 console.log(`concord --help: median ${median(help.map((h) => h.ms)).toFixed(0)} ms of 5`)
 
+/** A `concord serve` on a data folder holding (hard links to) the workload's two files. */
+async function server(files: { left: string; right: string }, n: number) {
+  const dataDir = resolve(`bench/data/serve-command-${n}`)
+  rmSync(dataDir, { recursive: true, force: true })
+  mkdirSync(dataDir, { recursive: true })
+  linkSync(files.left, join(dataDir, 'left.csv'))
+  linkSync(files.right, join(dataDir, 'right.csv'))
+  const port = 18_600 + (n % 100)
+  const child = spawn(process.execPath, ['bin/concord.js', 'serve'], {
+    env: { ...AS_NPM_START, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    stdio: 'ignore',
+  })
+  const base = `http://127.0.0.1:${port}`
+  for (;;) {
+    if ((await fetch(`${base}/ready`).catch(() => undefined))?.ok) break
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(base + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
+    if (!res.ok) throw new Error(`POST ${path}: ${res.status} ${await res.text()}`)
+    return (await res.json()) as { id: string }
+  }
+  await post('/api/sources', { alias: 'bank', type: 'csv', path: 'left.csv' })
+  await post('/api/sources', { alias: 'invoices', type: 'csv', path: 'right.csv' })
+  const inline = JSON.parse(readFileSync(recipe, 'utf8')) as unknown
+  return {
+    /** POST /api/runs until the last byte of the three CSV exports; the bytes of each. */
+    async run(): Promise<{ ms: number; bytes: number[] }> {
+      const now = new Date()
+      for (const f of ['left.csv', 'right.csv']) utimesSync(join(dataDir, f), now, now)
+      const t0 = performance.now()
+      const { id } = await post('/api/runs', { recipe: inline })
+      for (;;) {
+        const run = (await (await fetch(`${base}/api/runs/${id}`)).json()) as { status: string }
+        if (run.status === 'completed') break
+        if (run.status !== 'queued' && run.status !== 'running') throw new Error(`run ${id}: ${run.status}`)
+        await new Promise((r) => setTimeout(r, 20))
+      }
+      const bytes = await Promise.all(
+        ['matches', 'unmatched-left', 'unmatched-right'].map(async (set) => {
+          const res = await fetch(`${base}/api/runs/${id}/export?set=${set}&format=csv`)
+          let size = 0
+          for await (const chunk of res.body!) size += (chunk as Uint8Array).byteLength
+          return size
+        }),
+      )
+      return { ms: performance.now() - t0, bytes }
+    },
+    stop: () => {
+      child.kill('SIGTERM')
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
 const rows: string[] = []
+const restRows: string[] = []
 for (const n of sizes) {
   const files = reconFiles(n)
   if (!existsSync(files.right)) await writeRecon(n)
@@ -32,6 +95,8 @@ for (const n of sizes) {
   }
   const concord: Timed[] = []
   const duckdb: Timed[] = []
+  const rest: number[] = []
+  const serve = await server(files, n)
   for (let k = 0; k < runs; k++) {
     for (const out of Object.values(outs)) rmSync(out, { recursive: true, force: true })
     concord.push(
@@ -59,10 +124,20 @@ for (const n of sizes) {
         process.env,
       ),
     )
-    console.error(`${n}: run ${k + 1}: concord ${concord[k].ms.toFixed(0)} ms, duckdb ${duckdb[k].ms.toFixed(0)} ms`)
+    const viaRest = await serve.run()
+    rest.push(viaRest.ms)
+    console.error(
+      `${n}: run ${k + 1}: concord ${concord[k].ms.toFixed(0)} ms, duckdb ${duckdb[k].ms.toFixed(0)} ms, ` +
+        `REST ${viaRest.ms.toFixed(0)} ms (${viaRest.bytes.join(' + ')} bytes)`,
+    )
   }
+  serve.stop()
   const c = median(concord.map((x) => x.ms))
   const d = median(duckdb.map((x) => x.ms))
+  const r = median(rest)
+  restRows.push(
+    `| ${n.toLocaleString('en')} | ${r.toFixed(0)} ms (runs ${rest.map((x) => x.toFixed(0)).join(', ')}) | ${d.toFixed(0)} ms | ${(r / d).toFixed(2)}× |`,
+  )
   rows.push(
     `| ${n.toLocaleString('en')} | ${c.toFixed(0)} ms | ${d.toFixed(0)} ms | ${(c / d).toFixed(2)}× | ` +
       `${Math.max(...concord.map((x) => x.rssMiB)).toFixed(0)} / ${Math.max(...duckdb.map((x) => x.rssMiB)).toFixed(0)} MiB |`,
@@ -73,3 +148,8 @@ console.log(
 )
 console.log('| --- | --- | --- | --- | --- |')
 for (const r of rows) console.log(r)
+console.log(
+  '\n| rows per side | REST: POST /api/runs to the last byte of 3 CSV exports, median | DuckDB script, median | ratio |',
+)
+console.log('| --- | --- | --- | --- |')
+for (const r of restRows) console.log(r)

@@ -7,15 +7,20 @@
 // --out` (CSV encoded from the tables in memory) writes the very bytes the service exports from
 // the stored files.
 
-import { cp, readFile, rm } from 'node:fs/promises'
+import { cp, mkdir, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
 import { tableFromIPC } from 'apache-arrow'
 import { parse } from 'csv-parse/sync'
 import t from 'tap'
 import { loadConfig } from '../src/config.js'
 import { prng } from '../src/engine/data/prng.js'
+import { loadCsv } from '../src/engine/load/csv/index.js'
+import { reconcile } from '../src/engine/reconcile.js'
+import type { Recipe } from '../src/recipes/schema.js'
 import { type CommandIO, reconcileCommand } from '../src/runs/cli.js'
 import { csvBatch, csvHeader } from '../src/runs/csv.js'
+import { writeCsvSets } from '../src/runs/csv-out.js'
 import { CsvExporter } from '../src/runs/exporter.js'
 import { matchesPage, unmatchedPage } from '../src/runs/pages.js'
 import { RESULT_SETS } from '../src/runs/results.js'
@@ -244,13 +249,44 @@ t.test('CSV exports equal the pages field by field, and the CLI writes the same 
   t.ok(gone.destroyed, 'the stream of a client that left is destroyed')
   t.equal(await exported(stored, 'matches'), await readFile(join(dir, 'cli', 'matches.csv'), 'utf8'))
 
-  // a result file that vanishes under an export: the stream fails, it does not hang or end short
+  // a result file the worker cannot read (removed behind the service's back): the stream fails, it
+  // does not hang or end short
   const copy = join(dir, 'vanishing')
   await cp(stored, copy, { recursive: true })
-  const doomed = exporter.csv(copy, 'unmatched-left')
   await rm(join(copy, 'unmatched-left.arrow'))
+  const doomed = exporter.csv(copy, 'unmatched-left')
   await t.rejects(async () => {
     for await (const _ of doomed);
   }, /ENOENT/)
   t.throws(() => exporter.csv(join(dir, 'no-such-run'), 'ambiguous'), { code: 'result_set_missing' })
+})
+
+t.test('two threads write the same CSV files as one, and a helper that fails costs no output', async (t) => {
+  const dir = t.testdir({ ...files(3000) })
+  const load = async (file: string) => (await loadCsv(join(dir, file))).table
+  const result = reconcile(recipe as Recipe, await load('left.csv'), await load('right.csv'))
+  const input = { result, leftKey: recipe.left.key, rightKey: recipe.right.key }
+  const outs = { one: join(dir, 'one'), two: join(dir, 'two'), failing: join(dir, 'failing') }
+  for (const out of Object.values(outs)) await mkdir(out)
+  await writeCsvSets(input, outs.one) // 3,000 rows: below the helper's threshold, one thread
+  await writeCsvSets(input, outs.two, { helperMinRows: 0 })
+  let started = 0
+  await writeCsvSets(input, outs.failing, {
+    helperMinRows: 0,
+    helper: () => {
+      started++
+      return new Worker('throw new Error("this helper cannot start")', { eval: true })
+    },
+  })
+  t.equal(started, 1, 'the failing helper was started')
+  for (const set of RESULT_SETS) {
+    const one = await readFile(join(outs.one, `${set}.csv`), 'utf8')
+    t.ok(one.split('\n').length > 2 || set === 'ambiguous', `${set} has rows`)
+    t.equal(await readFile(join(outs.two, `${set}.csv`), 'utf8'), one, `${set}: two threads, the same bytes`)
+    t.equal(
+      await readFile(join(outs.failing, `${set}.csv`), 'utf8'),
+      one,
+      `${set}: written again after the helper failed`,
+    )
+  }
 })

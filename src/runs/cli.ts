@@ -3,10 +3,8 @@
 // or DATABASE_URL) in one workspace. The run is the same job the service runs in its workers,
 // here in process.
 
-import { closeSync, openSync, writeSync } from 'node:fs'
 import { mkdir, readFile, stat } from 'node:fs/promises'
-import { extname, join, resolve } from 'node:path'
-import type { Table as ArrowTable } from 'apache-arrow'
+import { extname, resolve } from 'node:path'
 import type { Config } from '../config.js'
 import type { ServiceDatabase } from '../db/connect.js'
 import type { ColumnInfo } from '../engine/data/types.js'
@@ -21,9 +19,9 @@ import { confinedPath } from '../sources/files.js'
 import { openConfig } from '../sources/secrets.js'
 import { type ConnectorContext, type ConnectorRegistry, loadConnectors } from '../sources/registry.js'
 import { FilterConditionSchema } from '../sources/schemas.js'
-import { csvBatch, csvHeader } from './csv.js'
+import { writeCsvSets } from './csv-out.js'
 import { type JobProgress, runJob } from './job.js'
-import { type ResultSet, type ResultsInput, resultTables, writeResults } from './results.js'
+import { type ResultsInput, writeResults } from './results.js'
 import { RECONCILE_USAGE } from './usage.js'
 
 export { RECONCILE_USAGE }
@@ -427,21 +425,14 @@ async function checkRecipe(
 
 /**
  * The four result sets into `out` (created if needed; other files in it are left alone): the Arrow
- * files as the service stores them, or CSV encoded from the tables in memory. A one-shot command
- * writes synchronously: the chunks go straight to the page cache, with no stream between.
+ * files as the service stores them, or CSV encoded from the tables in memory on two threads
+ * (csv-out.ts). A one-shot command writes synchronously: the chunks go straight to the page
+ * cache, with no stream between.
  */
 async function writeOut(results: ResultsInput, out: string, format: 'csv' | 'arrow'): Promise<void> {
   await mkdir(out, { recursive: true })
   if (format === 'arrow') return writeResults(out, results)
-  for (const [set, table] of Object.entries(resultTables(results)) as [ResultSet, ArrowTable][]) {
-    const fd = openSync(join(out, `${set}.csv`), 'w')
-    try {
-      writeSync(fd, csvHeader(table.schema, set))
-      for (const batch of table.batches) for (const chunk of csvBatch(table.schema, batch, set)) writeSync(fd, chunk)
-    } finally {
-      closeSync(fd)
-    }
-  }
+  await writeCsvSets(results, out)
 }
 
 function failure(err: unknown, io: CommandIO): number {

@@ -45,14 +45,22 @@ function needsQuotes(src: Uint8Array, from: number, to: number): boolean {
   return false
 }
 
-/** An output buffer that hands out full chunks; a chunk is at least CHUNK bytes unless it is the last. */
+/**
+ * An output buffer that hands out full chunks; a chunk is at least `chunkBytes` unless it is the
+ * last. With `emit`, each chunk is passed to it and the buffer is reused (the chunk is valid only
+ * during the call): writing 150 MB through fresh buffers cost more in page faults than encoding.
+ */
 class Sink {
   private buf: Uint8Array
   at = 0
   readonly full: Uint8Array[] = []
 
   /** `size`: the first buffer's; it doubles as needed (an export slice may be a few kilobytes). */
-  constructor(size = 256) {
+  constructor(
+    size = 256,
+    private readonly emit?: (chunk: Uint8Array) => void,
+    private readonly chunkBytes = CHUNK,
+  ) {
     this.buf = new Uint8Array(size)
   }
 
@@ -66,7 +74,7 @@ class Sink {
   /** Row boundary: moves the written bytes out as a chunk once there are enough. */
   endRow(): void {
     this.buf[this.at++] = LF
-    if (this.at >= CHUNK) this.cut()
+    if (this.at >= this.chunkBytes) this.cut()
   }
 
   /** The bytes written so far (a view, valid until the next write). */
@@ -76,6 +84,11 @@ class Sink {
 
   cut(): void {
     if (this.at === 0) return
+    if (this.emit) {
+      this.emit(this.buf.subarray(0, this.at))
+      this.at = 0
+      return
+    }
     // the buffer itself goes out: a fresh one is cheaper than copying a megabyte
     this.full.push(this.buf.subarray(0, this.at))
     this.buf = new Uint8Array(this.buf.length)
@@ -458,21 +471,16 @@ function waterfallText(w: MatchWeights): string {
   ].join('; ')
 }
 
-/**
- * The CSV lines of one record batch, as chunks of about a megabyte (the last one shorter). The
- * header is not included: csvHeader gives it.
- */
-export function csvBatch(schema: Schema, batch: RecordBatch, set: ResultSet): Uint8Array[] {
+/** Writes the rows of one record batch (no header) into a sink. */
+function writeRows(sink: Sink, schema: Schema, batch: RecordBatch, set: ResultSet): void {
   // an empty table's batch may come without its columns' buffers
-  if (batch.numRows === 0) return []
+  if (batch.numRows === 0) return
   const { plain } = layoutOf(schema, set)
   const cells = plain.map((c) => cellOf(schema.fields[c], batch.data.children[c]))
   const side = set === 'unmatched-left' ? 'left' : set === 'unmatched-right' ? 'right' : null
   if (side) cells.splice(1, 0, missCells(schema, batch, side))
   if (!side && schema.fields.some((f) => f.name === 'weights')) cells.push(waterfallCell(schema, batch))
   const n = batch.numRows
-  // sized for the slice (about 64 bytes a row), a megabyte at most: full chunks are handed out
-  const sink = new Sink(Math.min(CHUNK * 2, Math.max(4096, n * 64)))
   const last = cells.length - 1
   for (let i = 0; i < n; i++) {
     for (let c = 0; c < last; c++) {
@@ -482,6 +490,46 @@ export function csvBatch(schema: Schema, batch: RecordBatch, set: ResultSet): Ui
     cells[last](sink, i)
     sink.endRow()
   }
+}
+
+/**
+ * The CSV lines of one record batch, as chunks of about a megabyte (the last one shorter), each in
+ * a buffer of its own. The header is not included: csvHeader gives it.
+ */
+export function csvBatch(schema: Schema, batch: RecordBatch, set: ResultSet): Uint8Array[] {
+  // sized for the slice (about 64 bytes a row), a megabyte at most: full chunks are handed out
+  const sink = new Sink(Math.min(CHUNK * 2, Math.max(4096, batch.numRows * 64)))
+  writeRows(sink, schema, batch, set)
   sink.cut()
   return sink.full
+}
+
+/**
+ * A result set's CSV written through one reused buffer: `emit` gets chunks of about `chunkBytes`
+ * (a row more at most), each valid only during the call, so it must write or copy it at once.
+ */
+export class CsvWriter {
+  private readonly sink: Sink
+
+  constructor(
+    private readonly schema: Schema,
+    private readonly set: ResultSet,
+    emit: (chunk: Uint8Array) => void,
+    chunkBytes = CHUNK,
+  ) {
+    this.sink = new Sink(chunkBytes + 64 * 1024, emit, chunkBytes)
+  }
+
+  header(): void {
+    this.sink.raw(csvHeader(this.schema, this.set))
+  }
+
+  rows(batch: RecordBatch): void {
+    writeRows(this.sink, this.schema, batch, this.set)
+  }
+
+  /** Emits what is buffered, however little. */
+  flush(): void {
+    this.sink.cut()
+  }
 }

@@ -1,10 +1,10 @@
 // The export worker: encodes result sets as CSV off the event loop (exporter.ts is its other half).
-// It holds one generator per export and answers each `more` with about EXPORT_MESSAGE_BYTES of CSV,
+// It holds one cursor per export and answers each `more` with about EXPORT_MESSAGE_BYTES of CSV,
 // so the main thread asks only as fast as the client reads and no export is ever held whole.
 
 import { parentPort } from 'node:worker_threads'
 import { ConcordError } from '../errors.js'
-import { csvChunks } from './pages.js'
+import { CsvCursor } from './pages.js'
 import type { ExportReply, ExportRequest } from './exporter.js'
 
 const port = parentPort
@@ -12,47 +12,43 @@ if (!port) throw new Error('runs/export-worker.ts runs in a worker thread')
 
 const EXPORT_MESSAGE_BYTES = 512 * 1024
 
-const exports = new Map<number, AsyncGenerator<Uint8Array>>()
+const exports = new Map<number, Promise<CsvCursor>>()
 
 function reply(message: ExportReply, transfer: ArrayBuffer[] = []) {
   port!.postMessage(message, transfer)
 }
 
-async function more(id: number, chunks: AsyncGenerator<Uint8Array>) {
-  const parts: Uint8Array[] = []
-  let size = 0
-  let done = false
-  while (size < EXPORT_MESSAGE_BYTES) {
-    const next = await chunks.next()
-    if (next.done) {
-      done = true
-      break
-    }
-    parts.push(next.value)
-    size += next.value.byteLength
+async function more(id: number, cursor: CsvCursor) {
+  // each chunk copied once into a buffer of its own, which the message then moves (the cursor
+  // reuses its buffer for the next chunk)
+  const bytes: Uint8Array[] = []
+  const done = await cursor.next((chunk) => bytes.push(chunk.slice()))
+  if (done) {
+    exports.delete(id)
+    await cursor.close()
   }
-  // one fresh buffer per message: chunks may share a buffer, and a transfer moves it whole
-  const bytes = new Uint8Array(size)
-  let at = 0
-  for (const part of parts) {
-    bytes.set(part, at)
-    at += part.byteLength
-  }
-  if (done) exports.delete(id)
-  reply({ type: 'data', id, bytes, done }, [bytes.buffer])
+  reply(
+    { type: 'data', id, bytes, done },
+    bytes.map((b) => b.buffer as ArrayBuffer),
+  )
 }
 
 port.on('message', async (message: ExportRequest) => {
   const { id } = message
   try {
-    if (message.type === 'open') exports.set(id, csvChunks(message.dir, message.set))
-    else if (message.type === 'close') await exports.get(id)?.return(undefined)
+    if (message.type === 'open') {
+      const opening = CsvCursor.open(message.dir, message.set, EXPORT_MESSAGE_BYTES)
+      opening.catch(() => {}) // reported by the first `more`
+      exports.set(id, opening)
+    } else if (message.type === 'close') await (await exports.get(id))?.close()
     else {
-      const chunks = exports.get(id)
-      if (chunks) await more(id, chunks)
+      const cursor = exports.get(id)
+      if (cursor) await more(id, await cursor)
     }
   } catch (err) {
+    const failed = exports.get(id)
     exports.delete(id)
+    await failed?.then((c) => c.close()).catch(() => {})
     const error =
       err instanceof ConcordError
         ? { ...err.toJSON(), status: err.status }

@@ -6,8 +6,8 @@
 
 import { Readable } from 'node:stream'
 import { Worker } from 'node:worker_threads'
-import { siblingModule } from '../engine/worker-source.js'
 import { ConcordError } from '../errors.js'
+import { moduleWorker } from './module-worker.js'
 import { exportedFile } from './pages.js'
 import type { ResultSet } from './results.js'
 
@@ -17,7 +17,7 @@ export type ExportRequest =
   | { type: 'close'; id: number }
 
 export type ExportReply =
-  | { type: 'data'; id: number; bytes: Uint8Array; done: boolean }
+  | { type: 'data'; id: number; bytes: Uint8Array[]; done: boolean }
   | { type: 'error'; id: number; error: { error: string; message: string; suggestion?: string; status: number } }
 
 interface Export {
@@ -58,7 +58,7 @@ export class CsvExporter {
           stream.destroy(new ConcordError(error, message, status, suggestion))
           return
         }
-        if (reply.bytes.byteLength > 0) stream.push(reply.bytes)
+        for (const bytes of reply.bytes) stream.push(bytes)
         if (reply.done) {
           this.forget(id)
           stream.push(null)
@@ -88,12 +88,7 @@ export class CsvExporter {
 
   private ensureWorker(): Worker {
     if (this.worker) return this.worker
-    // built, the module is JavaScript a worker loads as it is; from the sources (tests, bench),
-    // worker-boot.mjs registers tsx in the worker first
-    const module = siblingModule(import.meta.url, 'export-worker')
-    const worker = module.pathname.endsWith('.js')
-      ? new Worker(module)
-      : new Worker(new URL('./worker-boot.mjs', import.meta.url), { workerData: { module: module.href } })
+    const worker = moduleWorker('export-worker')
     worker.on('message', (reply: ExportReply) => this.exports.get(reply.id)?.onReply(reply))
     const lost = (err: Error) => {
       if (this.worker !== worker) return

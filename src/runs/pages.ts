@@ -5,13 +5,14 @@
 // has one matches file holding both, told apart by its `ambiguous` column).
 
 import { createReadStream, existsSync } from 'node:fs'
-import { open as openFile, readFile, stat } from 'node:fs/promises'
+import { type FileHandle, open as openFile, readFile, stat } from 'node:fs/promises'
 import { Readable } from 'node:stream'
 import {
   type AsyncRecordBatchFileReader,
   type Table as ArrowTable,
   DataType,
   type Field,
+  type RecordBatch,
   RecordBatchReader,
   tableFromIPC,
   type Vector,
@@ -19,7 +20,7 @@ import {
 import { describeUnmatched, type MatchWeights, matchWeights, type PassInfo } from '../engine/explain/evidence.js'
 import { ConcordError } from '../errors.js'
 import { formatDate, formatDecimal, formatTimestamp } from '../engine/data/values.js'
-import { csvBatch, csvHeader, validity } from './csv.js'
+import { CsvWriter, validity } from './csv.js'
 import { indexFile, type KeyIndex, readKeyIndex } from './key-index.js'
 import { type ResultSet, resultFile } from './results.js'
 
@@ -353,28 +354,74 @@ export function arrowExport(dir: string, set: ResultSet): Readable {
   return createReadStream(exportedFile(dir, set))
 }
 
-/** Rows encoded at a time: a slice's chunks are small next to the messages they travel in. */
-const CSV_SLICE_ROWS = 8192
+/** Rows encoded at a time: a slice's bytes are about a message's. */
+const CSV_SLICE_ROWS = 4096
 
 /**
- * A result set as CSV chunks with a header row: the file is read a record batch at a time (never
- * whole) and encoded a slice at a time (csv.ts). This is CPU work: the service runs it on the export
- * worker (exporter.ts), never on the event loop.
+ * A result set read as CSV a step at a time: the file is read a record batch at a time (never
+ * whole) and encoded through one reused buffer (csv.ts). This is CPU work: the service runs it on
+ * the export worker (exporter.ts), never on the event loop.
  */
-export async function* csvChunks(dir: string, set: ResultSet): AsyncGenerator<Uint8Array> {
-  const handle = await openFile(exportedFile(dir, set))
-  try {
-    const reader = (await RecordBatchReader.from(handle)) as unknown as AsyncRecordBatchFileReader
-    await reader.open()
+export class CsvCursor {
+  private batches: AsyncIterator<RecordBatch> | undefined
+  private batch: RecordBatch | undefined
+  private at = 0
+  private emit: (chunk: Uint8Array) => void = () => {}
+  private readonly csv: CsvWriter
+
+  private constructor(
+    private readonly handle: FileHandle,
+    private readonly reader: AsyncRecordBatchFileReader,
+    set: ResultSet,
+    chunkBytes: number,
+  ) {
+    this.csv = new CsvWriter(reader.schema, set, (chunk) => this.emit(chunk), chunkBytes)
+  }
+
+  static async open(dir: string, set: ResultSet, chunkBytes: number): Promise<CsvCursor> {
+    const handle = await openFile(exportedFile(dir, set))
     try {
-      yield csvHeader(reader.schema, set)
-      for await (const batch of reader)
-        for (let at = 0; at < batch.numRows; at += CSV_SLICE_ROWS)
-          yield* csvBatch(reader.schema, batch.slice(at, at + CSV_SLICE_ROWS), set)
-    } finally {
-      await reader.cancel().catch(() => {})
+      const reader = (await RecordBatchReader.from(handle)) as unknown as AsyncRecordBatchFileReader
+      await reader.open()
+      return new CsvCursor(handle, reader, set, chunkBytes)
+    } catch (err) {
+      await handle.close()
+      throw err
     }
-  } finally {
-    await handle.close().catch(() => {})
+  }
+
+  /**
+   * Encodes until at least one chunk went to `emit` (each valid only during its call), or to the
+   * end; true when the set is done.
+   */
+  async next(emit: (chunk: Uint8Array) => void): Promise<boolean> {
+    let emitted = false
+    this.emit = (chunk) => {
+      emitted = true
+      emit(chunk)
+    }
+    if (!this.batches) {
+      this.csv.header()
+      this.batches = this.reader[Symbol.asyncIterator]()
+    }
+    while (!emitted) {
+      if (!this.batch || this.at >= this.batch.numRows) {
+        const step = await this.batches.next()
+        if (step.done) {
+          this.csv.flush()
+          return true
+        }
+        this.batch = step.value
+        this.at = 0
+      }
+      this.csv.rows(this.batch.slice(this.at, this.at + CSV_SLICE_ROWS))
+      this.at += CSV_SLICE_ROWS
+    }
+    return false
+  }
+
+  async close(): Promise<void> {
+    await this.reader.cancel().catch(() => {})
+    await this.handle.close().catch(() => {})
   }
 }

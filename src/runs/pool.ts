@@ -4,7 +4,7 @@
 // (that is how a cancel stops it at once), and a worker that has run many jobs is retired.
 
 import { Worker } from 'node:worker_threads'
-import { siblingModule } from '../engine/worker-source.js'
+import { moduleWorker } from './module-worker.js'
 
 const JOBS_PER_WORKER = 50
 
@@ -20,12 +20,7 @@ export class WorkerPool {
   constructor(private readonly maxIdle: number) {}
 
   private spawn(): PooledWorker {
-    // built, the worker's module is JavaScript a worker loads as it is; run from the TypeScript
-    // sources (tests), worker-boot.mjs registers tsx in the worker first
-    const module = siblingModule(import.meta.url, 'worker')
-    const worker = module.pathname.endsWith('.js')
-      ? new Worker(module)
-      : new Worker(new URL('./worker-boot.mjs', import.meta.url), { workerData: { module: module.href } })
+    const worker = moduleWorker('worker')
     // an idle worker that dies (it should not) just leaves the pool
     worker.once('exit', () => {
       const at = this.idle.findIndex((w) => w.worker === worker)

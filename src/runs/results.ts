@@ -254,19 +254,24 @@ export async function writeResults(dir: string, input: ResultsInput): Promise<vo
 }
 
 /**
- * The four result sets of a completed run as Arrow tables in memory: what writeResults stores, and
- * what `concord reconcile --out` encodes as CSV without storing it first.
+ * The result sets of a completed run as Arrow tables in memory (all four unless `sets` names some):
+ * what writeResults stores, and what `concord reconcile --out` encodes as CSV without storing it
+ * first.
  */
-export function resultTables({ result, leftKey, rightKey, records }: ResultsInput): Record<ResultSet, ArrowTable> {
+export function resultTables(
+  { result, leftKey, rightKey, records }: ResultsInput,
+  sets: readonly ResultSet[] = RESULT_SETS,
+): Partial<Record<ResultSet, ArrowTable>> {
   const { left, right, matches: m, passes } = result
   const leftKeys = keyColumn(left, leftKey)
   const rightKeys = keyColumn(right, rightKey)
-  const out = {} as Record<ResultSet, ArrowTable>
+  const out: Partial<Record<ResultSet, ArrowTable>> = {}
 
   for (const [set, flag] of [
     ['matches', 0],
     ['ambiguous', 1],
   ] as const) {
+    if (!sets.includes(set)) continue
     const table = matchesTable(matchesFlagged(m, flag), passes, leftKeys, rightKeys)
     // pages read the passes (probabilistic ones: the waterfalls' comparisons) from the file
     table.schema.metadata.set('concord.passes', JSON.stringify(passes))
@@ -278,6 +283,7 @@ export function resultTables({ result, leftKey, rightKey, records }: ResultsInpu
   const conjuncts = passes.flatMap((p) => p.conjuncts)
   const conjunctBase = passes.map((_, n) => passes.slice(0, n).reduce((a, p) => a + p.conjuncts.length, 0))
   for (const side of ['left', 'right'] as const) {
+    if (!sets.includes(`unmatched-${side}`)) continue
     const u = side === 'left' ? result.unmatchedLeft : result.unmatchedRight
     const own = side === 'left' ? left : right
     const [ownKeys, otherKeys] = side === 'left' ? [leftKeys, rightKeys] : [rightKeys, leftKeys]
