@@ -1,6 +1,6 @@
 // CSV exports off the event loop. Encoding a million rows is seconds of CPU; on the main thread even
 // in slices of a few milliseconds it kept GET /health waiting 60-70 ms at p99 behind three
-// concurrent exports. Here one worker thread (export-worker.ts) encodes every export, and the main
+// concurrent exports. Here export worker threads (export-worker.ts) encode them, and the main
 // thread only moves ready bytes to the socket: it asks for the next ~512 KiB when the response
 // stream wants more, so a slow client holds one message in memory, not the file.
 
@@ -21,19 +21,36 @@ export type ExportReply =
   | { type: 'error'; id: number; error: { error: string; message: string; suggestion?: string; status: number } }
 
 interface Export {
+  slot: Slot
   onReply(reply: ExportReply): void
   fail(err: Error): void
 }
 
+/** An export worker and the exports it is encoding. */
+interface Slot {
+  worker: Worker
+  active: number
+}
+
+/**
+ * Export workers: two, so that concurrent exports (a client fetching matches and both unmatched
+ * sets together) use both cores of a small machine; each export stays on the one that was least
+ * busy when it started.
+ */
+const EXPORT_WORKERS = 2
+
 export class CsvExporter {
-  private worker: Worker | undefined
+  private readonly slots: Slot[] = []
   private readonly exports = new Map<number, Export>()
   private nextId = 1
+
+  constructor(private readonly workers = EXPORT_WORKERS) {}
 
   /** A result set as a CSV stream; a missing set is an error here, before any byte is sent. */
   csv(dir: string, set: ResultSet): Readable {
     exportedFile(dir, set)
-    const worker = this.ensureWorker()
+    const slot = this.leastBusy()
+    const { worker } = slot
     const id = this.nextId++
     let asked = false
     const stream = new Readable({
@@ -50,6 +67,7 @@ export class CsvExporter {
       },
     })
     this.exports.set(id, {
+      slot,
       onReply: (reply) => {
         asked = false
         if (reply.type === 'error') {
@@ -66,39 +84,52 @@ export class CsvExporter {
       },
       fail: (err) => stream.destroy(err),
     })
-    worker.ref()
+    if (slot.active++ === 0) worker.ref()
     worker.postMessage({ type: 'open', id, dir, set } satisfies ExportRequest)
     return stream
   }
 
   async close(): Promise<void> {
-    const worker = this.worker
-    this.worker = undefined
+    const slots = this.slots.splice(0)
     for (const e of this.exports.values()) e.fail(new Error('the service is shutting down'))
     this.exports.clear()
-    await worker?.terminate()
+    await Promise.all(slots.map((s) => s.worker.terminate()))
   }
 
   private forget(id: number): boolean {
-    const had = this.exports.delete(id)
+    const e = this.exports.get(id)
+    if (!e) return false
+    this.exports.delete(id)
     // an idle export worker does not keep the process alive
-    if (had && this.exports.size === 0) this.worker?.unref()
-    return had
+    if (--e.slot.active === 0) e.slot.worker.unref()
+    return true
   }
 
-  private ensureWorker(): Worker {
-    if (this.worker) return this.worker
+  /** An idle worker, a new one while there are fewer than `workers`, else the least busy. */
+  private leastBusy(): Slot {
+    const idle = this.slots.find((s) => s.active === 0)
+    if (idle) return idle
+    if (this.slots.length < this.workers) return this.spawn()
+    return this.slots.reduce((a, b) => (b.active < a.active ? b : a))
+  }
+
+  private spawn(): Slot {
     const worker = moduleWorker('export-worker')
+    const slot: Slot = { worker, active: 0 }
     worker.on('message', (reply: ExportReply) => this.exports.get(reply.id)?.onReply(reply))
     const lost = (err: Error) => {
-      if (this.worker !== worker) return
-      this.worker = undefined
-      for (const e of this.exports.values()) e.fail(err)
-      this.exports.clear()
+      const at = this.slots.indexOf(slot)
+      if (at < 0) return
+      this.slots.splice(at, 1)
+      for (const [id, e] of this.exports)
+        if (e.slot === slot) {
+          this.exports.delete(id)
+          e.fail(err)
+        }
     }
     worker.on('error', lost)
-    worker.on('exit', (code) => lost(new Error(`the export worker stopped (exit code ${code})`)))
-    this.worker = worker
-    return worker
+    worker.on('exit', (code) => lost(new Error(`an export worker stopped (exit code ${code})`)))
+    this.slots.push(slot)
+    return slot
   }
 }
