@@ -16,7 +16,7 @@ import { openDatabase } from '../src/db/connect.js'
 import { loadCsv } from '../src/engine/load/csv/index.js'
 import { reconcile } from '../src/engine/reconcile.js'
 import type { Recipe } from '../src/recipes/schema.js'
-import { writeResults } from '../src/runs/results.js'
+import { writeSets } from '../src/runs/write-sets.js'
 import { reconFiles, writeRecon } from './gen-recon.js'
 
 const arg = process.argv.indexOf('--rows')
@@ -51,7 +51,7 @@ const note = (what: string, ms: number, detail = '') => {
   const t0 = performance.now()
   const [l, r] = await Promise.all([loadCsv(files.left), loadCsv(files.right)])
   const result = reconcile(recipe, l.table, r.table)
-  await writeResults(out, { result, leftKey: ['txn_id'], rightKey: ['invoice_id'] })
+  await writeSets({ result, leftKey: ['txn_id'], rightKey: ['invoice_id'] }, out, 'arrow')
   note('bare engine (load + match + write files)', performance.now() - t0, `${result.summary.matches} matches`)
   await rm(out, { recursive: true, force: true })
 }

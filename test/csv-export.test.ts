@@ -20,7 +20,7 @@ import { reconcile } from '../src/engine/reconcile.js'
 import type { Recipe } from '../src/recipes/schema.js'
 import { type CommandIO, reconcileCommand } from '../src/runs/cli.js'
 import { csvBatch, csvHeader } from '../src/runs/csv.js'
-import { writeCsvSets } from '../src/runs/csv-out.js'
+import { writeSets } from '../src/runs/write-sets.js'
 import { CsvExporter } from '../src/runs/exporter.js'
 import { matchesPage, unmatchedPage } from '../src/runs/pages.js'
 import { RESULT_SETS } from '../src/runs/results.js'
@@ -268,10 +268,10 @@ t.test('two threads write the same CSV files as one, and a helper that fails cos
   const input = { result, leftKey: recipe.left.key, rightKey: recipe.right.key }
   const outs = { one: join(dir, 'one'), two: join(dir, 'two'), failing: join(dir, 'failing') }
   for (const out of Object.values(outs)) await mkdir(out)
-  await writeCsvSets(input, outs.one) // 3,000 rows: below the helper's threshold, one thread
-  await writeCsvSets(input, outs.two, { helperMinRows: 0 })
+  await writeSets(input, outs.one, 'csv') // 3,000 rows: below the helper's threshold, one thread
+  await writeSets(input, outs.two, 'csv', { helperMinRows: 0 })
   let started = 0
-  await writeCsvSets(input, outs.failing, {
+  await writeSets(input, outs.failing, 'csv', {
     helperMinRows: 0,
     helper: () => {
       started++
@@ -287,6 +287,25 @@ t.test('two threads write the same CSV files as one, and a helper that fails cos
       await readFile(join(outs.failing, `${set}.csv`), 'utf8'),
       one,
       `${set}: written again after the helper failed`,
+    )
+  }
+  // the run's Arrow files and key indexes: the same content whichever thread wrote them (compared
+  // as the CSV they read back as: Arrow numbers dictionaries per thread, so the bytes may differ)
+  const arrow = { one: join(dir, 'arrow-one'), two: join(dir, 'arrow-two') }
+  for (const out of Object.values(arrow)) await mkdir(out)
+  await writeSets(input, arrow.one, 'arrow')
+  await writeSets(input, arrow.two, 'arrow', { helperMinRows: 0 })
+  const readBack = async (out: string, set: (typeof RESULT_SETS)[number]) => {
+    const table = tableFromIPC(await readFile(join(out, `${set}.arrow`)))
+    const parts = [csvHeader(table.schema, set), ...table.batches.flatMap((b) => csvBatch(table.schema, b, set))]
+    return Buffer.concat(parts).toString('utf8')
+  }
+  for (const set of RESULT_SETS) {
+    t.equal(await readBack(arrow.two, set), await readBack(arrow.one, set), `${set}.arrow: two threads, the same rows`)
+    t.same(
+      await readFile(join(arrow.two, `${set}.keys`)),
+      await readFile(join(arrow.one, `${set}.keys`)),
+      `${set}.keys: the same index`,
     )
   }
 })

@@ -19,9 +19,9 @@ import { confinedPath } from '../sources/files.js'
 import { openConfig } from '../sources/secrets.js'
 import { type ConnectorContext, type ConnectorRegistry, loadConnectors } from '../sources/registry.js'
 import { FilterConditionSchema } from '../sources/schemas.js'
-import { writeCsvSets } from './csv-out.js'
 import { type JobProgress, runJob } from './job.js'
-import { type ResultsInput, writeResults } from './results.js'
+import type { ResultsInput } from './results.js'
+import { writeSets } from './write-sets.js'
 import { RECONCILE_USAGE } from './usage.js'
 
 export { RECONCILE_USAGE }
@@ -425,14 +425,13 @@ async function checkRecipe(
 
 /**
  * The four result sets into `out` (created if needed; other files in it are left alone): the Arrow
- * files as the service stores them, or CSV encoded from the tables in memory on two threads
- * (csv-out.ts). A one-shot command writes synchronously: the chunks go straight to the page
+ * files as the service stores them, or CSV encoded from the tables in memory, on two threads
+ * (write-sets.ts). A one-shot command writes synchronously: the chunks go straight to the page
  * cache, with no stream between.
  */
 async function writeOut(results: ResultsInput, out: string, format: 'csv' | 'arrow'): Promise<void> {
   await mkdir(out, { recursive: true })
-  if (format === 'arrow') return writeResults(out, results)
-  await writeCsvSets(results, out)
+  await writeSets(results, out, format)
 }
 
 function failure(err: unknown, io: CommandIO): number {

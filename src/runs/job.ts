@@ -11,7 +11,8 @@ import type { Recipe } from '../recipes/schema.js'
 import { EngineContext, type Source } from '../sources/connector.js'
 import { type ConnectorContext, type ConnectorRegistry, loadConnectors } from '../sources/registry.js'
 import type { PostgresSourceConfig } from '../../connectors/postgres.js'
-import { type ResultsInput, writeResults } from './results.js'
+import type { ResultsInput } from './results.js'
+import { writeSets } from './write-sets.js'
 
 export type RunMode = 'sample' | 'full'
 
@@ -132,7 +133,7 @@ function storeIn(dir: string | null): JobOptions['write'] {
   if (!dir) return undefined
   return async (results) => {
     await mkdir(dir, { recursive: true })
-    await writeResults(dir, results)
+    await writeSets(results, dir, 'arrow')
   }
 }
 

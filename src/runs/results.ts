@@ -243,19 +243,18 @@ function batched(table: ArrowTable): ArrowTable {
   return out
 }
 
-/** Writes the four result files of a completed run into `dir` (which exists). */
-export async function writeResults(dir: string, input: ResultsInput): Promise<void> {
-  for (const [set, table] of Object.entries(resultTables(input))) {
-    const file = resultFile(dir, set as ResultSet)
-    await writeFile(file, tableToIPC(batched(table), 'file'))
-    // `?key=` lookups read this instead of scanning the file (key-index.ts)
-    await writeKeyIndex(file, table)
-  }
+/** Writes one result file of a completed run into `dir` (which exists), and its key index. */
+export async function writeArrowSet(dir: string, input: ResultsInput, set: ResultSet): Promise<void> {
+  const table = resultTables(input, [set])[set] as ArrowTable
+  const file = resultFile(dir, set)
+  await writeFile(file, tableToIPC(batched(table), 'file'))
+  // `?key=` lookups read this instead of scanning the file (key-index.ts)
+  await writeKeyIndex(file, table)
 }
 
 /**
  * The result sets of a completed run as Arrow tables in memory (all four unless `sets` names some):
- * what writeResults stores, and what `concord reconcile --out` encodes as CSV without storing it
+ * what writeArrowSet stores, and what `concord reconcile --out` encodes as CSV without storing it
  * first.
  */
 export function resultTables(

@@ -1,10 +1,11 @@
-// `concord reconcile --out DIR` as CSV on two threads. Gathering a set's columns and encoding them
-// is most of the command after matching (1M × 1M: ~1.1 s of ~2.3 s on one thread), and the four
-// sets do not depend on each other. So a helper thread (csv-out-worker.ts) takes sets from the same
-// queue as the command's thread, largest first. The loaded columns sit in shared memory (the CSV
+// A run's four result sets written on two threads: the Arrow files a run stores, or the CSV files
+// of `concord reconcile --out`. Gathering a set's columns and encoding them is most of the work
+// after matching (1M × 1M: ~1.1 s of ~2.3 s on one thread), and the four sets do not depend on each
+// other. So a helper thread (write-sets-worker.ts) takes sets from the same queue as the calling
+// thread, costliest first. The loaded columns sit in shared memory (the CSV
 // loader allocates them there), so the helper reads them without a copy; the result's own arrays
 // are copied with the message, pruned to what the set needs. A helper that fails costs time, not
-// output: its set goes back to the command's thread, which writes the file again from the start.
+// output: its set goes back to the calling thread, which writes the file again from the start.
 
 import { closeSync, openSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
@@ -12,7 +13,7 @@ import type { Worker } from 'node:worker_threads'
 import type { Table as ArrowTable } from 'apache-arrow'
 import { CsvWriter } from './csv.js'
 import { moduleWorker } from './module-worker.js'
-import { type ResultSet, type ResultsInput, resultTables } from './results.js'
+import { type ResultSet, type ResultsInput, resultTables, writeArrowSet } from './results.js'
 
 /** Below this many result rows one thread writes everything: a helper takes ~0.1 s to start. */
 const HELPER_MIN_ROWS = 100_000
@@ -20,14 +21,23 @@ const HELPER_MIN_ROWS = 100_000
 /** Costliest first (matches: two key lists to gather), so the last set to finish is a small one. */
 const ORDER: ResultSet[] = ['matches', 'unmatched-left', 'unmatched-right', 'ambiguous']
 
-export interface CsvSetJob {
+export type SetFormat = 'csv' | 'arrow'
+
+export interface SetJob {
   input: ResultsInput
   set: ResultSet
   out: string
+  format: SetFormat
 }
 
-/** One set's CSV file in `out`, written through one reused buffer with synchronous writes. */
-export function writeCsvSet({ input, set, out }: CsvSetJob): void {
+/** One set's file in `out`: the Arrow file and its key index, or CSV. */
+export async function writeSet(job: SetJob): Promise<void> {
+  if (job.format === 'arrow') await writeArrowSet(job.out, job.input, job.set)
+  else writeCsvSet(job)
+}
+
+/** One set's CSV file, written through one reused buffer with synchronous writes. */
+function writeCsvSet({ input, set, out }: SetJob): void {
   const table = resultTables(input, [set])[set] as ArrowTable
   const fd = openSync(join(out, `${set}.csv`), 'w')
   try {
@@ -42,31 +52,40 @@ export function writeCsvSet({ input, set, out }: CsvSetJob): void {
   }
 }
 
-export interface CsvSetsOptions {
+export interface SetsOptions {
   /** Results smaller than this are written on one thread (tests set 0 to use the helper). */
   helperMinRows?: number
   /** Starts the helper (tests hand in one that fails). */
   helper?: () => Worker
 }
 
-/** The four sets as CSV files in `out` (which exists). */
-export async function writeCsvSets(input: ResultsInput, out: string, opts: CsvSetsOptions = {}): Promise<void> {
+/** The four sets as files in `out` (which exists). */
+export async function writeSets(
+  input: ResultsInput,
+  out: string,
+  format: SetFormat,
+  opts: SetsOptions = {},
+): Promise<void> {
   const { matches, unmatchedLeft, unmatchedRight } = input.result
   const rows = matches.count + unmatchedLeft.rows.length + unmatchedRight.rows.length
   const queue = [...ORDER]
   const onThisThread = async () => {
     for (let set = queue.shift(); set; set = queue.shift()) {
-      writeCsvSet({ input, set, out })
+      await writeSet({ input, set, out, format })
       // the helper's replies are read between two sets
       await new Promise((next) => setImmediate(next))
     }
   }
-  if (rows < (opts.helperMinRows ?? HELPER_MIN_ROWS)) return onThisThread()
-  const helper = opts.helper ? opts.helper() : moduleWorker('csv-out-worker')
+  // Arrow files are cheaper to write than CSV and gained nothing from a helper (1M × 1M: 2.0-2.3 s
+  // either way, the helper's start and the copied arrays eating the overlap): one thread, unless a
+  // test asks
+  const minRows = opts.helperMinRows ?? (format === 'csv' ? HELPER_MIN_ROWS : Infinity)
+  if (rows < minRows) return onThisThread()
+  const helper = opts.helper ? opts.helper() : moduleWorker('write-sets-worker')
   const failed: ResultSet[] = []
   const onHelper = async () => {
     for (let set = queue.shift(); set; set = queue.shift()) {
-      if (!(await onWorker(helper, { input: forSet(input, set), set, out }))) {
+      if (!(await onWorker(helper, { input: forSet(input, set), set, out, format }))) {
         failed.push(set)
         return
       }
@@ -74,14 +93,14 @@ export async function writeCsvSets(input: ResultsInput, out: string, opts: CsvSe
   }
   try {
     await Promise.all([onHelper(), onThisThread()])
-    for (const set of failed) writeCsvSet({ input, set, out })
+    for (const set of failed) await writeSet({ input, set, out, format })
   } finally {
     await helper.terminate()
   }
 }
 
 /** Posts one set; true when the helper wrote it, false when it failed or stopped. */
-function onWorker(worker: Worker, job: CsvSetJob): Promise<boolean> {
+function onWorker(worker: Worker, job: SetJob): Promise<boolean> {
   return new Promise((done) => {
     const settle = (ok: boolean) => {
       worker.off('message', onMessage).off('error', onError).off('exit', onExit)
