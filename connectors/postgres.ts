@@ -124,17 +124,20 @@ export function postgresConnector(opts: PostgresConnectorOptions): SourceConnect
     return columns
   }
 
-  function translateWith(
-    config: PostgresSourceConfig,
-    columns: CatalogColumn[],
-    resolved: ResolvedCondition[],
-  ): NativeQuery {
+  /**
+   * The scoped query as parts: the rows' query and the count's are assembled from them, never by
+   * cutting one SQL text at a keyword (a quoted column may contain " FROM ").
+   */
+  function scopeQuery(config: PostgresSourceConfig, columns: CatalogColumn[], resolved: ResolvedCondition[]) {
     const params: unknown[] = []
     const clauses = resolved.map((c) => condition(c, columns[c.index], params))
     const select = columns.map(selectExpr).join(', ')
     const from = `${quoteIdent(config.schema ?? 'public')}.${quoteIdent(config.table)}`
     const where = clauses.length ? ` WHERE ${clauses.join(' AND ')}` : ''
-    return { language: 'postgresql', sql: `SELECT ${select} FROM ${from}${where}`, params }
+    return {
+      native: { language: 'postgresql', sql: `SELECT ${select} FROM ${from}${where}`, params } satisfies NativeQuery,
+      countSql: `SELECT count(*) AS n FROM ${from}${where}`,
+    }
   }
 
   return {
@@ -159,7 +162,7 @@ export function postgresConnector(opts: PostgresConnectorOptions): SourceConnect
       const cat =
         catalogs.get(catalogKey(source.config)) ??
         columns.map((c) => ({ ...c, pgType: c.type === 'timestamp' ? 'timestamptz' : c.type }))
-      return translateWith(source.config, cat, resolveConditions(cat, conditions))
+      return scopeQuery(source.config, cat, resolveConditions(cat, conditions)).native
     },
     async registerScoped(
       ctx: EngineContext,
@@ -171,7 +174,7 @@ export function postgresConnector(opts: PostgresConnectorOptions): SourceConnect
       const config = source.config
       const columns = await catalog(config)
       const resolved = resolveConditions(columns, conditions)
-      const query = translateWith(config, columns, resolved)
+      const { native: query, countSql } = scopeQuery(config, columns, resolved)
       const limited = lo.limit !== undefined
       const sql = limited ? `${query.sql} LIMIT ${Math.floor(lo.limit!)}` : query.sql!
       lo.signal?.throwIfAborted()
@@ -181,9 +184,8 @@ export function postgresConnector(opts: PostgresConnectorOptions): SourceConnect
           const table = await streamRows(client, sql, query.params ?? [], columns, batchSize, lo.signal)
           let total = table.length
           if (limited && table.length === lo.limit) {
-            const where = query.sql!.slice(query.sql!.indexOf(' FROM '))
             const res = await client.query({
-              text: `SELECT count(*) AS n${where}`,
+              text: countSql,
               values: query.params,
               types: TEXT_TYPES,
             })

@@ -153,6 +153,35 @@ t.test('postgres connector', async (t) => {
     t.same(rowsAsJson(scoped.table), [{ 'amount; DROP TABLE ledger': '2.25', 'we"ird': "y's", 'Mixed Case': 2 }])
     t.equal((await db.query('SELECT count(*)::int AS n FROM ledger')).rows[0].n, 4, 'ledger intact')
     t.equal((await db.query('SELECT count(*)::int AS n FROM odd')).rows[0].n, 2, 'odd intact')
+
+    // names that look like SQL: " FROM " (the count query was once cut at it), comments, semicolons
+    await db.query(
+      `CREATE TABLE sly ("note FROM pg_catalog.pg_class --" text, "x'; SELECT 1; --" int, "a""b FROM c" text)`,
+    )
+    await db.query(`INSERT INTO sly SELECT 'n' || i, i, 'ab' FROM generate_series(1, 5) AS i`)
+    const sly = {
+      alias: 'sly',
+      type: 'postgres',
+      config: await connector.prepare({ connection_string: db.url, schema: db.schema, table: 'sly' }),
+    }
+    const all = await connector.registerScoped(new EngineContext(), 'sly', sly, [], { limit: 2 })
+    t.equal(all.table.length, 2, 'a limited load')
+    t.equal(all.totalRows, 5, 'counts the table it read, not pg_class')
+    const some = await connector.registerScoped(
+      new EngineContext(),
+      'sly',
+      sly,
+      [
+        { column: "x'; SELECT 1; --", op: 'gte', value: 2 },
+        { column: 'note FROM pg_catalog.pg_class --', op: 'neq', value: 'n5' },
+        { column: 'a"b FROM c', op: 'eq', value: 'ab' },
+      ],
+      { limit: 1 },
+    )
+    t.equal(some.totalRows, 3, 'a filtered count binds its parameters: rows 2, 3 and 4')
+    t.same(rowsAsJson(some.table), [
+      { 'note FROM pg_catalog.pg_class --': 'n2', "x'; SELECT 1; --": 2, 'a"b FROM c': 'ab' },
+    ])
   })
 
   t.test(
