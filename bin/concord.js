@@ -10,4 +10,11 @@ try {
   process.stderr.write('concord: the service is not built yet (dist/ is missing)\nrun `npm run build` first\n')
   process.exit(2)
 }
-await cli.main(process.argv.slice(2))
+try {
+  await cli.main(process.argv.slice(2))
+} catch (err) {
+  // a refusal with a code (the database in use, a bad configuration) is said plainly, not as a stack
+  if (typeof err?.code !== 'string' || typeof err?.suggestion !== 'string') throw err
+  process.stderr.write(`concord: ${err.message} (${err.code})\n${err.suggestion}\n`)
+  process.exitCode = 1
+}

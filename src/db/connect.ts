@@ -9,6 +9,7 @@ import { Migrator } from 'kysely/migration'
 import pg from 'pg'
 import { migrations } from './migrations/index.js'
 import type { Database } from './schema.js'
+import { lockEmbedded } from './lock.js'
 
 export interface ServiceDatabase {
   db: Kysely<Database>
@@ -62,13 +63,33 @@ export async function openDatabase(opts: DatabaseOptions): Promise<ServiceDataba
     return wrap(db, 'postgres')
   }
   const dir = opts.pgliteDir ?? 'memory://'
-  if (!dir.startsWith('memory://')) await mkdir(dir, { recursive: true })
-  const pglite = await PGlite.create(dir, {
-    parsers: { 20: (v: string) => Number(v), 1082: (v: string) => v },
-    ...(opts.pgliteDump ? { loadDataDir: opts.pgliteDump } : {}),
-  })
+  const inMemory = dir.startsWith('memory://')
+  if (!inMemory) await mkdir(dir, { recursive: true })
+  // taken before PGlite opens the files: a second process is refused before touching them
+  const lock = inMemory ? null : lockEmbedded(dir)
+  let pglite: PGlite
+  try {
+    pglite = await PGlite.create(dir, {
+      parsers: { 20: (v: string) => Number(v), 1082: (v: string) => v },
+      ...(opts.pgliteDump ? { loadDataDir: opts.pgliteDump } : {}),
+    })
+  } catch (err) {
+    lock?.release()
+    throw err
+  }
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) })
-  return { ...wrap(db, 'pglite'), dump: async () => (await pglite.dumpDataDir('none')) as Blob }
+  const wrapped = wrap(db, 'pglite')
+  return {
+    ...wrapped,
+    close: async () => {
+      try {
+        await wrapped.close()
+      } finally {
+        lock?.release()
+      }
+    },
+    dump: async () => (await pglite.dumpDataDir('none')) as Blob,
+  }
 }
 
 function wrap(db: Kysely<Database>, kind: ServiceDatabase['kind']): ServiceDatabase {
