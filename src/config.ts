@@ -47,6 +47,8 @@ const ConfigSchema = Type.Object({
   MAX_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0 }),
   /** Model calls the chat agent may make in one turn before it stops and says so. */
   AGENT_LOOP_LIMIT: Type.Integer({ minimum: 1, maximum: 100, default: 12 }),
+  /** How long a chat turn's hold on its session lasts unrenewed (it renews every third of it). */
+  CHAT_LEASE_MS: Type.Integer({ minimum: 50, default: 60_000 }),
   /** Runs executed at the same time (each in its own worker thread); the rest wait in a queue. */
   RUN_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
 })
@@ -73,6 +75,7 @@ export interface Config {
   aiTimeoutMs: number
   aiMaxRetries: number
   agentLoopLimit: number
+  chatLeaseMs: number
   adminKey?: string
   secretKey?: Buffer
   rateLimitPerMinute: number
@@ -113,6 +116,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     aiTimeoutMs: c.AI_TIMEOUT_MS,
     aiMaxRetries: c.AI_MAX_RETRIES,
     agentLoopLimit: c.AGENT_LOOP_LIMIT,
+    chatLeaseMs: c.CHAT_LEASE_MS,
     adminKey: c.CONCORD_ADMIN_KEY,
     secretKey: secretKey(c.CONCORD_SECRET_KEY),
     rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,

@@ -3,6 +3,7 @@
 // prompts, tool_results), on two small CSV sources.
 
 import t, { type Test } from 'tap'
+import { Lease, SessionStore } from '../src/orchestrator/store.js'
 import { testApp } from './helpers/app.js'
 import { type FakeAnthropic, fakeAnthropic, toolCalls } from './helpers/fake-anthropic.js'
 
@@ -237,6 +238,72 @@ t.test('two concurrent turns on one session: the second is a 409 session_busy', 
   t.equal((await first).status, 200)
   s.fake.script({ text: 'now' })
   t.equal((await s.chat({ session_id: id, message: 'three' })).status, 200, 'free again after the turn')
+})
+
+t.test('a turn longer than its lease renews it: a second turn meanwhile is a 409, and then runs', async (t) => {
+  const s = await build(t, { CHAT_LEASE_MS: '150' })
+  s.fake.script({ text: 'hello' })
+  const id = (await s.chat({ message: 'hi' })).body.session_id
+  // a model call of a second, more than six leases long
+  s.fake.script({ delayMs: 1000, text: 'slow answer' })
+  const asked = s.fake.requests.length
+  const first = s.chat({ session_id: id, message: 'one' })
+  while (s.fake.requests.length === asked) await new Promise((r) => setImmediate(r))
+  await new Promise((r) => setTimeout(r, 600)) // four leases in: renewed, not expired
+  const second = await s.chat({ session_id: id, message: 'two' })
+  t.match(second, { status: 409, body: { error: 'session_busy' } })
+  t.equal((await first).status, 200, 'the long turn finished and saved')
+  s.fake.script({ text: 'now' })
+  t.equal((await s.chat({ session_id: id, message: 'two again' })).status, 200)
+  const stored = await s.app.db
+    .selectFrom('session_messages')
+    .select(['seq', 'role', 'content'])
+    .where('session_id', '=', id)
+    .orderBy('seq')
+    .execute()
+  const said = stored.map((m) => `${m.role}: ${(m.content as { text?: string }[])[0]?.text}`)
+  t.same(
+    said,
+    ['user: hi', 'assistant: hello', 'user: one', 'assistant: slow answer', 'user: two again', 'assistant: now'],
+    'both turns whole, in order, nothing interleaved',
+  )
+})
+
+t.test('a turn that lost its lease saves nothing and leaves the next holder alone', async (t) => {
+  const s = await setup(t)
+  const store = new SessionStore(s.app.db)
+  const state = await store.create('default')
+  // a turn on an instance that died: it held the session, then stopped renewing
+  await s.app.db
+    .updateTable('sessions')
+    .set({ busy_until: new Date(Date.now() + 100), busy_token: 'dead-turn' })
+    .where('id', '=', state.id)
+    .execute()
+  t.equal(await store.acquire(state.id, 60_000), null, 'busy while its lease lasts')
+  await new Promise((r) => setTimeout(r, 150))
+  const next = await store.acquire(state.id, 60_000)
+  t.ok(next, 'once the lease has run out, the next turn takes the session')
+  t.teardown(() => next?.release())
+  // the dead turn's process comes back to life and tries to finish
+  const dead = new Lease(s.app.db, state.id, 'dead-turn', 60_000)
+  const before = await store.counts(state.id)
+  const user = { role: 'user' as const, content: [{ type: 'text' as const, text: 'late' }] }
+  await t.rejects(store.saveTurn(dead, state, 0, [user], []), { code: 'lease_lost' }, 'it saves nothing')
+  await t.rejects(
+    store.recordEvents(state.id, 1, [{ type: 'turn_finished', reason: 'turn_finished', phase: 'greeting' }], dead),
+    {
+      code: 'lease_lost',
+    },
+  )
+  t.same(await store.counts(state.id), before, 'no message or snapshot of it was kept')
+  t.notOk(await dead.renew(), 'it cannot renew a lease that is not its own')
+  await dead.release()
+  t.equal(await store.acquire(state.id, 60_000), null, "its release did not free the next turn's session")
+  t.equal(await store.saveTurn(next!, state, 0, [user], []), 1, 'the holder saves')
+  await next!.release()
+  const again = await store.acquire(state.id, 60_000)
+  t.ok(again, 'free after the holder released it')
+  await again?.release()
 })
 
 t.test('a model 529 mid-turn leaves the session as it was, and the turn can be sent again', async (t) => {

@@ -81,6 +81,8 @@ export interface SessionsTable {
   /** The snapshot the session is at (undo/redo move it). */
   snapshot: ColumnType<number, number | undefined, number>
   busy_until: Date | null
+  /** The owner of the lease `busy_until` bounds: the turn holding the session. */
+  busy_token: string | null
   created_at: ColumnType<Date, never, never>
   updated_at: ColumnType<Date, never, Date>
 }

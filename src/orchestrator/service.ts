@@ -72,13 +72,14 @@ export class ChatService {
       )
     if (!request.message?.trim() && !request.card_response)
       throw new ConcordError('invalid_request', 'send a message or a card_response', 400)
-    const session = request.session_id ? await this.store.state(ws, request.session_id) : await this.store.create(ws)
-    if (!(await this.store.acquire(session.id))) {
+    const known = request.session_id ? await this.store.state(ws, request.session_id) : await this.store.create(ws)
+    const lease = await this.store.acquire(known.id, this.app.config.chatLeaseMs)
+    if (!lease) {
       // refused, but seen: the session's events and the metrics show the collision
-      await this.refused(session.id, session.snapshot + 1, {
+      await this.refused(known.id, known.snapshot + 1, {
         type: 'turn_refused',
         reason: 'session_busy',
-        phase: session.phase,
+        phase: known.phase,
       })
       throw new ConcordError(
         'session_busy',
@@ -89,6 +90,8 @@ export class ChatService {
     }
     const events: TurnEvent[] = []
     try {
+      // read under the lease: a turn that finished just before this one took it is included
+      const session = await this.store.state(ws, known.id)
       const messages = await this.store.messages(session.id, session.snapshot)
       const base = messages.length
       const blocks: Block[] = []
@@ -141,12 +144,12 @@ export class ChatService {
           phase: session.phase,
           detail: { message: failure.message },
         })
-        await this.store.recordEvents(session.id, session.snapshot + 1, events)
+        await this.store.recordEvents(session.id, session.snapshot + 1, events, lease)
         this.publish(session.id, events)
         throw failure
       }
       events.push({ type: 'turn_finished', reason: 'turn_finished', phase: session.phase })
-      await this.store.saveTurn(session, base, messages.slice(base), events)
+      await this.store.saveTurn(lease, session, base, messages.slice(base), events)
       this.publish(session.id, events)
       return {
         session_id: session.id,
@@ -160,7 +163,7 @@ export class ChatService {
         recipe_draft: session.recipe_draft,
       }
     } finally {
-      await this.store.release(session.id)
+      await lease.release()
     }
   }
 
@@ -214,7 +217,8 @@ export class ChatService {
 
   private async step(ws: string, id: string, step: -1 | 1) {
     const current = await this.store.state(ws, id)
-    if (!(await this.store.acquire(id))) {
+    const lease = await this.store.acquire(id, this.app.config.chatLeaseMs)
+    if (!lease) {
       await this.refused(id, current.snapshot, { type: 'turn_refused', reason: 'session_busy', phase: current.phase })
       throw new ConcordError('session_busy', 'this session is in the middle of a turn', 409, 'wait for it to finish')
     }
@@ -231,11 +235,11 @@ export class ChatService {
         reason: step < 0 ? 'undo' : 'redo',
         phase: state.phase,
       }
-      await this.store.recordEvents(id, state.snapshot, [event])
+      await this.store.recordEvents(id, state.snapshot, [event], lease)
       this.publish(id, [event])
       return state
     } finally {
-      await this.store.release(id)
+      await lease.release()
     }
   }
 

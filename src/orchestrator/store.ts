@@ -6,12 +6,69 @@
 import { randomUUID } from 'node:crypto'
 import { type Kysely, sql } from 'kysely'
 import type { Database } from '../db/schema.js'
-import { notFound } from '../errors.js'
+import { ConcordError, notFound } from '../errors.js'
 import type { Message, TurnEvent } from './loop.js'
 import { newSession, type PhaseName, type SessionState } from './session.js'
 
-/** A turn that has not finished in this long no longer holds its session (a crashed process). */
-const BUSY_MS = 10 * 60_000
+/**
+ * A turn holds its session by a lease it renews while it runs (a third of the lease at a time);
+ * a turn whose process died stops renewing, and the session is free once the lease has run out.
+ * Only the holder of the token renews, saves or releases.
+ */
+export class Lease {
+  private timer: NodeJS.Timeout | undefined
+  private lost = false
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    readonly session: string,
+    readonly token: string,
+    private readonly ms: number,
+  ) {
+    this.timer = setInterval(() => void this.renew(), Math.max(10, Math.floor(ms / 3)))
+    this.timer.unref()
+  }
+
+  /** False once another turn has taken the session (this one outlived its lease unrenewed). */
+  get held(): boolean {
+    return !this.lost
+  }
+
+  async renew(): Promise<boolean> {
+    if (this.lost) return false
+    const renewed = await this.db
+      .updateTable('sessions')
+      .set({ busy_until: new Date(Date.now() + this.ms) })
+      .where('id', '=', this.session)
+      .where('busy_token', '=', this.token)
+      .returning('id')
+      .executeTakeFirst()
+      .catch(() => null) // a database hiccup: the next renewal tries again
+    if (renewed === undefined) this.lost = true
+    return !this.lost
+  }
+
+  /** Ends the lease if it is still this turn's; a later holder's is left alone. */
+  async release(): Promise<void> {
+    clearInterval(this.timer)
+    await this.db
+      .updateTable('sessions')
+      .set({ busy_until: null, busy_token: null })
+      .where('id', '=', this.session)
+      .where('busy_token', '=', this.token)
+      .execute()
+  }
+}
+
+/** The error of a turn that lost its session to another: it saves nothing. */
+export function leaseLost(): ConcordError {
+  return new ConcordError(
+    'lease_lost',
+    'this turn outlived its hold on the session and another turn took it; nothing of this turn was saved',
+    409,
+    'send the message again',
+  )
+}
 
 const JSON_FIELDS = [
   'sources_list',
@@ -101,25 +158,34 @@ export class SessionStore {
     return rows.map((r) => ({ role: r.role as Message['role'], content: r.content as Message['content'] }))
   }
 
-  /** Takes the session for one turn, or says it is busy. */
-  async acquire(id: string): Promise<boolean> {
+  /** Takes the session for one turn, or says it is busy (null). */
+  async acquire(id: string, leaseMs: number): Promise<Lease | null> {
     const now = new Date()
+    const token = randomUUID()
     const taken = await this.db
       .updateTable('sessions')
-      .set({ busy_until: new Date(now.getTime() + BUSY_MS) })
+      .set({ busy_until: new Date(now.getTime() + leaseMs), busy_token: token })
       .where('id', '=', id)
       .where((eb) => eb.or([eb('busy_until', 'is', null), eb('busy_until', '<', now)]))
       .returning('id')
       .executeTakeFirst()
-    return taken !== undefined
+    return taken === undefined ? null : new Lease(this.db, id, token, leaseMs)
   }
 
-  async release(id: string): Promise<void> {
-    await this.db.updateTable('sessions').set({ busy_until: null }).where('id', '=', id).execute()
+  /** Inside a transaction: the session row locked, and still held by this lease (or leaseLost). */
+  private async hold(tx: Kysely<Database>, lease: Lease): Promise<void> {
+    const row = await tx
+      .selectFrom('sessions')
+      .select('busy_token')
+      .where('id', '=', lease.session)
+      .forUpdate()
+      .executeTakeFirst()
+    if (row?.busy_token !== lease.token) throw leaseLost()
   }
 
   /** A finished turn, all or nothing: state, new messages, events and the next snapshot. */
   async saveTurn(
+    lease: Lease,
     state: SessionState & { snapshot: number },
     base: number,
     added: Message[],
@@ -127,6 +193,8 @@ export class SessionStore {
   ): Promise<number> {
     const id = state.id
     return this.db.transaction().execute(async (tx) => {
+      // only by the turn that holds the session: one that lost it would delete the next turn's work
+      await this.hold(tx, lease)
       // a turn after an undo replaces what had been undone
       await tx.deleteFrom('session_snapshots').where('session_id', '=', id).where('seq', '>', state.snapshot).execute()
       await tx.deleteFrom('session_messages').where('session_id', '=', id).where('seq', '>=', base).execute()
@@ -157,8 +225,11 @@ export class SessionStore {
    * Events outside a finished turn (a model error, a refused request): recorded, while nothing
    * else changes. A refused request records while another turn runs, so this takes the lock too.
    */
-  async recordEvents(id: string, turn: number, events: TurnEvent[]): Promise<void> {
-    await this.db.transaction().execute((tx) => this.appendEvents(tx, id, turn, events))
+  async recordEvents(id: string, turn: number, events: TurnEvent[], lease?: Lease): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      if (lease) await this.hold(tx, lease)
+      await this.appendEvents(tx, id, turn, events)
+    })
   }
 
   /** Must run in a transaction: the session row's lock orders concurrent appends (seq is a key). */

@@ -5,6 +5,7 @@ import * as recipes from './002-recipes.js'
 import * as runs from './003-runs.js'
 import * as sessions from './004-sessions.js'
 import * as workspaces from './005-workspaces.js'
+import * as sessionLease from './006-session-lease.js'
 
 export const migrations: Record<string, Migration> = {
   '001-sources': sources,
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '003-runs': runs,
   '004-sessions': sessions,
   '005-workspaces': workspaces,
+  '006-session-lease': sessionLease,
 }
