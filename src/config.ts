@@ -51,6 +51,8 @@ const ConfigSchema = Type.Object({
   CHAT_LEASE_MS: Type.Integer({ minimum: 50, default: 60_000 }),
   /** Runs executed at the same time (each in its own worker thread); the rest wait in a queue. */
   RUN_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
+  /** How often an instance says it lives; its runs are taken over after five beats of silence. */
+  RUN_HEARTBEAT_MS: Type.Integer({ minimum: 50, default: 2000 }),
 })
 
 export type EnvConfig = Static<typeof ConfigSchema>
@@ -68,6 +70,7 @@ export interface Config {
   sourceStatementTimeoutMs: number
   sourcePoolMax: number
   runConcurrency: number
+  runHeartbeatMs: number
   aiMode: 'auto' | 'deterministic' | 'llm'
   anthropicApiKey?: string
   anthropicBaseUrl?: string
@@ -109,6 +112,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sourceStatementTimeoutMs: c.SOURCE_STATEMENT_TIMEOUT_MS,
     sourcePoolMax: c.SOURCE_POOL_MAX,
     runConcurrency: c.RUN_CONCURRENCY,
+    runHeartbeatMs: c.RUN_HEARTBEAT_MS,
     aiMode: c.AI_MODE as Config['aiMode'],
     anthropicApiKey: c.ANTHROPIC_API_KEY,
     anthropicBaseUrl: c.ANTHROPIC_BASE_URL,

@@ -115,7 +115,15 @@ function wrap(db: Kysely<Database>, kind: ServiceDatabase['kind']): ServiceDatab
 }
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
+  // the bookkeeping tables named in the schema the service's tables go to: unnamed, Kysely looks
+  // for them in every schema and, finding another schema's (a second deployment, parallel tests
+  // in one database), skips creating its own and then fails to lock it
+  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db)
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    migrationTableSchema: rows[0].schema,
+  })
   const { error, results } = await migrator.migrateToLatest()
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName

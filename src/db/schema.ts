@@ -51,9 +51,18 @@ export interface RunsTable {
   summary: JSONColumnType<RunSummary | null, string | null, string | null>
   error: JSONColumnType<{ error: string; message: string; suggestion?: string } | null, string | null, string | null>
   retry_of: string | null
+  /** The instance that queued the run and runs it (instances.id); null for runs from before owners. */
+  owner: string | null
   created_at: ColumnType<Date, never, never>
   started_at: ColumnType<Date | null, Date | null, Date | null>
   finished_at: ColumnType<Date | null, Date | null, Date | null>
+}
+
+/** A running service instance, beating while it lives (runs/service.ts). */
+export interface InstancesTable {
+  id: string
+  started_at: ColumnType<Date, never, never>
+  heartbeat_at: ColumnType<Date, never, unknown>
 }
 
 export interface SessionsTable {
@@ -141,6 +150,7 @@ export interface Database {
   recipes: RecipesTable
   recipe_versions: RecipeVersionsTable
   runs: RunsTable
+  instances: InstancesTable
   sessions: SessionsTable
   session_messages: SessionMessagesTable
   session_events: SessionEventsTable

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import type { Worker } from 'node:worker_threads'
 import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type { Config } from '../config.js'
 import type { Database, RunRow, RunStatus } from '../db/schema.js'
 import type { RunSummary } from '../engine/reconcile.js'
@@ -78,6 +78,9 @@ export class RunsService {
   private readonly pool: WorkerPool
   /** CSV exports, encoded on their own worker thread. */
   readonly exporter = new CsvExporter()
+  /** This instance: it owns the runs it queued and beats while it lives (instances table). */
+  readonly instance = randomUUID()
+  private heartbeat: NodeJS.Timeout | undefined
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -102,9 +105,49 @@ export class RunsService {
     return join(this.runsDir, `.tmp-${id}`)
   }
 
-  /** After a crash or restart: unfinished runs become `interrupted`, partial files go. */
-  async recover(): Promise<void> {
+  /**
+   * Joins the database's instances and starts beating; then recovers what dead instances left.
+   * Every RUN_HEARTBEAT_MS this instance says it lives, and takes over (as `interrupted`) the
+   * unfinished runs of any instance silent for five beats: a crashed or killed instance's runs
+   * become retryable on any other, while the live instances' runs are never touched.
+   */
+  async join(): Promise<void> {
     await mkdir(this.runsDir, { recursive: true })
+    await this.db.insertInto('instances').values({ id: this.instance }).execute()
+    // an embedded database belongs to one process (db/lock.ts): whoever ran runs before is gone
+    await this.recover(this.config.databaseUrl === undefined)
+    // partial results no unfinished run will finish (a crash before recovery took the row)
+    const unfinished = new Set(
+      (await this.db.selectFrom('runs').select('id').where('status', 'in', ['queued', 'running']).execute()).map(
+        (r) => r.id,
+      ),
+    )
+    for (const name of await readdir(this.runsDir))
+      if (name.startsWith('.tmp-') && !unfinished.has(name.slice(5)))
+        await rm(join(this.runsDir, name), { recursive: true, force: true })
+    this.heartbeat = setInterval(() => void this.beat(), this.config.runHeartbeatMs)
+    this.heartbeat.unref()
+  }
+
+  private async beat(): Promise<void> {
+    try {
+      await this.db
+        .updateTable('instances')
+        .set({ heartbeat_at: sql`now()` })
+        .where('id', '=', this.instance)
+        .execute()
+      await this.recover()
+    } catch (err) {
+      this.log.warn({ err }, 'run heartbeat failed')
+    }
+  }
+
+  /**
+   * Unfinished runs whose owner stopped beating (or left no trace) become `interrupted`; their
+   * partial files go. `othersGone`: every instance but this one is known to be dead.
+   */
+  async recover(othersGone = false): Promise<void> {
+    const lapse = sql<Date>`now() - ${`${5 * this.config.runHeartbeatMs} milliseconds`}::interval`
     const stale = await this.db
       .updateTable('runs')
       .set({
@@ -112,18 +155,38 @@ export class RunsService {
         finished_at: new Date(),
         error: JSON.stringify({
           error: 'interrupted',
-          message: 'the service stopped while this run was in progress; nothing of it was kept',
+          message: 'the instance running this run stopped while it was in progress; nothing of it was kept',
           suggestion: `POST /api/runs/<id>/retry starts it again`,
         }),
       })
       .where('status', 'in', ['queued', 'running'])
+      .where((eb) =>
+        eb.or([
+          eb('owner', 'is', null),
+          othersGone ? eb('owner', '<>', this.instance) : eb.val(false),
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('instances')
+                .select('id')
+                .whereRef('instances.id', '=', 'runs.owner')
+                .where('heartbeat_at', '>', lapse),
+            ),
+          ),
+        ]),
+      )
       .returning('id')
       .execute()
-    for (const { id } of stale) await rm(this.resultsDir(id), { recursive: true, force: true })
-    for (const name of await readdir(this.runsDir)) {
-      if (name.startsWith('.tmp-')) await rm(join(this.runsDir, name), { recursive: true, force: true })
+    for (const { id } of stale) {
+      await rm(this.resultsDir(id), { recursive: true, force: true })
+      await rm(this.tmpDir(id), { recursive: true, force: true })
     }
-    if (stale.length) this.log.warn({ runs: stale.map((r) => r.id) }, 'runs interrupted by a restart')
+    if (stale.length) this.log.warn({ runs: stale.map((r) => r.id) }, 'runs of a stopped instance interrupted')
+    // instances silent for a long while are gone for good
+    await this.db
+      .deleteFrom('instances')
+      .where('heartbeat_at', '<', sql<Date>`now() - interval '1 day'`)
+      .execute()
   }
 
   /** Validates the request, records the run as `queued` and schedules it. */
@@ -208,6 +271,7 @@ export class RunsService {
         status: 'queued',
         progress: JSON.stringify(initialProgress()),
         retry_of: retryOf,
+        owner: this.instance,
       })
       .execute()
     log.info({ run_id: id, recipe: applied.name, mode, engine }, 'run queued')
@@ -339,7 +403,15 @@ export class RunsService {
         })
       spec.sample = { left: left.table, right: right.table }
     }
-    await this.db.updateTable('runs').set({ status: 'running', started_at: new Date() }).where('id', '=', id).execute()
+    const mine = await this.db
+      .updateTable('runs')
+      .set({ status: 'running', started_at: new Date() })
+      .where('id', '=', id)
+      .where('owner', '=', this.instance)
+      .where('status', '=', 'queued')
+      .returning('id')
+      .executeTakeFirst()
+    if (!mine) return // taken over (interrupted) or cancelled meanwhile
     const pooled = this.pool.acquire()
     const { worker } = pooled
     const active: Active = {
@@ -429,6 +501,7 @@ export class RunsService {
       .updateTable('runs')
       .set({ progress: JSON.stringify(active.progress) })
       .where('id', '=', id)
+      .where('owner', '=', this.instance)
       .where('status', '=', 'running')
       .execute()
       .catch(() => {})
@@ -457,7 +530,7 @@ export class RunsService {
     }
     await rm(tmp, { recursive: true, force: true })
     try {
-      await this.db
+      const recorded = await this.db
         .updateTable('runs')
         .set({
           status: outcome,
@@ -472,7 +545,17 @@ export class RunsService {
           error: patch.error ? JSON.stringify(patch.error) : null,
         })
         .where('id', '=', id)
-        .execute()
+        // only this instance's run, still unfinished: one another instance took over as
+        // interrupted (this one was silent too long) stays so, and keeps no files
+        .where('owner', '=', this.instance)
+        .where('status', 'in', ['queued', 'running'])
+        .returning('id')
+        .executeTakeFirst()
+      if (!recorded) {
+        await rm(this.resultsDir(id), { recursive: true, force: true })
+        this.log.warn({ run_id: id, status: outcome }, 'run outcome not recorded: the run was taken over meanwhile')
+        return
+      }
     } catch (err) {
       // the row could not say `completed`: the files must not outlive that
       await rm(this.resultsDir(id), { recursive: true, force: true })
@@ -580,6 +663,12 @@ export class RunsService {
     await Promise.all(this.settled.values())
     await this.pool.close()
     await this.exporter.close()
+    clearInterval(this.heartbeat)
+    await this.db
+      .deleteFrom('instances')
+      .where('id', '=', this.instance)
+      .execute()
+      .catch(() => {})
   }
 
   private async row(ws: string | null, id: string): Promise<RunRow> {
@@ -622,7 +711,7 @@ declare module 'fastify' {
 export default fp(
   async (app) => {
     const runs = new RunsService(app.db, app.recipes, app.sources, app.config, app.log, app.metrics)
-    await runs.recover()
+    await runs.join()
     app.decorate('runs', runs)
     app.addHook('onClose', () => runs.close())
   },

@@ -6,6 +6,7 @@ import * as runs from './003-runs.js'
 import * as sessions from './004-sessions.js'
 import * as workspaces from './005-workspaces.js'
 import * as sessionLease from './006-session-lease.js'
+import * as runOwners from './007-run-owners.js'
 
 export const migrations: Record<string, Migration> = {
   '001-sources': sources,
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '004-sessions': sessions,
   '005-workspaces': workspaces,
   '006-session-lease': sessionLease,
+  '007-run-owners': runOwners,
 }

@@ -1,0 +1,166 @@
+// Several `concord serve` processes on one PostgreSQL database, as in a rolling deploy: each run
+// belongs to the instance that queued it, instances beat, and only a silent instance's runs are
+// taken over (interrupted, retryable anywhere). Two real server processes; one is SIGKILLed mid-run.
+
+import { type ChildProcess, spawn } from 'node:child_process'
+import { writeFile } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { join, resolve } from 'node:path'
+import t, { type Test } from 'tap'
+import { testDatabase } from './helpers/pg.js'
+
+const root = resolve(import.meta.dirname, '..')
+
+/** A reply body: a run, or an error. */
+type Run = { id: string; status: string; error?: { error: string } | null; summary?: { matches: number } | null }
+const HEARTBEAT_MS = 200 // taken over after five silent beats: one second
+
+async function freePort(): Promise<number> {
+  return new Promise((ok) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => ok(port))
+    })
+  })
+}
+
+interface Instance {
+  base: string
+  child: ChildProcess
+  exited: Promise<number | null>
+}
+
+async function instance(t: Test, dataDir: string, databaseUrl: string): Promise<Instance> {
+  const port = await freePort()
+  const child = spawn(process.execPath, [join(root, 'bin/concord.js'), 'serve'], {
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      RUN_HEARTBEAT_MS: String(HEARTBEAT_MS),
+      RUN_CONCURRENCY: '1',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
+  const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)))
+  t.teardown(() => {
+    child.kill('SIGKILL')
+  })
+  const base = `http://127.0.0.1:${port}`
+  const until = Date.now() + 60_000
+  while (!(await fetch(`${base}/ready`).catch(() => null))?.ok) {
+    if (Date.now() > until) throw new Error('instance not ready')
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  return { base, child, exited }
+}
+
+async function call(base: string, method: string, path: string, body?: unknown) {
+  const res = await fetch(base + path, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  return { status: res.status, body: (await res.json()) as Run }
+}
+
+async function waitFor(base: string, id: string, done: (run: Run) => boolean) {
+  const until = Date.now() + 120_000
+  for (;;) {
+    const { body: run } = await call(base, 'GET', `/api/runs/${id}`)
+    if (done(run)) return run
+    if (Date.now() > until) throw new Error(`run ${id}: still ${run.status}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+const finished = (run: Run) => ['completed', 'failed', 'cancelled', 'interrupted'].includes(run.status)
+
+const recipe = (left: string, right: string) => ({
+  name: `${left}-${right}`,
+  left: { source: left, key: ['id'] },
+  right: { source: right, key: ['id'] },
+  passes: [{ name: 'p', pattern: '1:1', when: 'l.ref = r.ref AND l.amount = r.amount' }],
+})
+
+t.test('two instances on one database: a killed one loses only its own run, retried on the other', async (t) => {
+  const pgdb = await testDatabase(t)
+  if (pgdb.kind !== 'local')
+    return void t.skip(
+      'several instances need a PostgreSQL server: PGlite over the wire serves one session at a time',
+      () => {},
+    )
+  const url = new URL(pgdb.url)
+  url.searchParams.set('options', `-c search_path=${pgdb.schema}`)
+  // a shared data folder, as a shared volume would be: the same files and run results for both
+  const dataDir = t.testdir({})
+  const rows = (n: number, prefix: string) =>
+    ['id,ref,amount', ...Array.from({ length: n }, (_, i) => `${prefix}${i},R${i},${i % 1000}.25`)].join('\n')
+  await writeFile(join(dataDir, 'small-left.csv'), rows(20_000, 'L'))
+  await writeFile(join(dataDir, 'small-right.csv'), rows(20_000, 'M'))
+  // a source that takes eight seconds to read: A's run is certainly running when A is killed
+  await pgdb.query('CREATE TABLE ledger (id text, ref text, amount numeric(10,2))')
+  await pgdb.query(
+    `INSERT INTO ledger SELECT 'L' || i, 'R' || i, (i % 1000) + 0.25 FROM generate_series(0, 19999) AS i`,
+  )
+  await pgdb.query('CREATE VIEW slow_ledger AS SELECT l.* FROM ledger l, (SELECT pg_sleep(8)) AS wait')
+
+  const a = await instance(t, dataDir, url.toString())
+  const b = await instance(t, dataDir, url.toString())
+  for (const [alias, path] of [
+    ['sl', 'small-left.csv'],
+    ['sr', 'small-right.csv'],
+  ])
+    t.equal((await call(a.base, 'POST', '/api/sources', { alias, type: 'csv', path })).status, 201)
+  const slow = {
+    alias: 'slow',
+    type: 'postgres',
+    connection_string: pgdb.url,
+    schema: pgdb.schema,
+    table: 'slow_ledger',
+  }
+  t.equal((await call(a.base, 'POST', '/api/sources', slow)).status, 201)
+
+  const onA = (await call(a.base, 'POST', '/api/runs', { recipe: recipe('slow', 'sr') })).body.id as string
+  await waitFor(a.base, onA, (run) => run.status === 'running' || finished(run))
+  // an instance starting meanwhile (a rolling deploy) recovers only what dead instances left
+  const c = await instance(t, dataDir, url.toString())
+  t.equal(
+    (await call(c.base, 'GET', `/api/runs/${onA}`)).body.status,
+    'running',
+    "a starting instance leaves A's live run alone",
+  )
+  c.child.kill('SIGTERM')
+  t.equal(await c.exited, 0)
+
+  const onB = (await call(b.base, 'POST', '/api/runs', { recipe: recipe('sl', 'sr') })).body.id as string
+  // A dies mid-run, without a word
+  const atKill = await call(b.base, 'GET', `/api/runs/${onA}`)
+  t.equal(atKill.body.status, 'running', 'A is still running its run when it is killed')
+  a.child.kill('SIGKILL')
+  await a.exited
+  t.equal(
+    (await call(b.base, 'GET', `/api/runs/${onA}`)).body.status,
+    'running',
+    'not taken over before the heartbeat lapses',
+  )
+
+  const interrupted = await waitFor(b.base, onA, finished)
+  t.match(
+    interrupted,
+    { status: 'interrupted', error: { error: 'interrupted' } },
+    "A's run is interrupted once A is silent",
+  )
+  const other = await waitFor(b.base, onB, finished)
+  t.match(other, { status: 'completed', summary: { matches: 20_000 } }, "B's run completed untouched")
+
+  const retried = await call(b.base, 'POST', `/api/runs/${onA}/retry`)
+  t.equal(retried.status, 202, JSON.stringify(retried.body))
+  t.match(await waitFor(b.base, retried.body.id, finished), { status: 'completed', summary: { matches: 20_000 } })
+  const instances = await pgdb.query('SELECT count(*)::int AS n FROM instances')
+  t.ok(instances.rows[0].n >= 1, 'B is among the instances')
+  b.child.kill('SIGTERM')
+  t.equal(await b.exited, 0)
+})
