@@ -49,6 +49,8 @@ const ConfigSchema = Type.Object({
   AGENT_LOOP_LIMIT: Type.Integer({ minimum: 1, maximum: 100, default: 12 }),
   /** How long a chat turn's hold on its session lasts unrenewed (it renews every third of it). */
   CHAT_LEASE_MS: Type.Integer({ minimum: 50, default: 60_000 }),
+  /** How often a session's event stream reads the event table for turns run by other instances. */
+  CHAT_EVENTS_POLL_MS: Type.Integer({ minimum: 20, default: 1000 }),
   /** Runs executed at the same time (each in its own worker thread); the rest wait in a queue. */
   RUN_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
   /** How often an instance says it lives; its runs are taken over after five beats of silence. */
@@ -79,6 +81,7 @@ export interface Config {
   aiMaxRetries: number
   agentLoopLimit: number
   chatLeaseMs: number
+  chatEventsPollMs: number
   adminKey?: string
   secretKey?: Buffer
   rateLimitPerMinute: number
@@ -121,6 +124,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     aiMaxRetries: c.AI_MAX_RETRIES,
     agentLoopLimit: c.AGENT_LOOP_LIMIT,
     chatLeaseMs: c.CHAT_LEASE_MS,
+    chatEventsPollMs: c.CHAT_EVENTS_POLL_MS,
     adminKey: c.CONCORD_ADMIN_KEY,
     secretKey: secretKey(c.CONCORD_SECRET_KEY),
     rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,

@@ -436,23 +436,14 @@ t.test('a model reply with no text and no tool call gets a readable placeholder'
   )
 })
 
-t.test("the events endpoint streams a session's events as Server-Sent Events", async (t) => {
-  fake.script({ text: 'Hello.' })
-  const id = (await chat({ message: 'hi' })).session_id
-  const address = await app.listen({ port: 0, host: '127.0.0.1' })
-  const abort = new AbortController()
-  t.teardown(() => abort.abort())
-  const res = await fetch(`${address}/api/sessions/${id}/events`, {
-    headers: { accept: 'text/event-stream' },
-    signal: abort.signal,
-  })
-  t.equal(res.status, 200)
-  t.match(res.headers.get('content-type'), /^text\/event-stream/)
+type Frame = { id: number; event: string; data: { seq: number; type: string; turn: number } }
+
+/** The frames of a Server-Sent Events response, and a reader that reads until one satisfies `until`. */
+function sse(res: Response) {
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
   let buffer = ''
-  const frames: { id: number; event: string; data: { seq: number; type: string; turn: number } }[] = []
-  /** Reads frames until one satisfies `until`. */
-  const readUntil = async (until: (f: (typeof frames)[number]) => boolean) => {
+  const frames: Frame[] = []
+  const readUntil = async (until: (f: Frame) => boolean) => {
     for (;;) {
       const done = frames.find(until)
       if (done) return done
@@ -471,6 +462,22 @@ t.test("the events endpoint streams a session's events as Server-Sent Events", a
       }
     }
   }
+  return { frames, readUntil }
+}
+
+t.test("the events endpoint streams a session's events as Server-Sent Events", async (t) => {
+  fake.script({ text: 'Hello.' })
+  const id = (await chat({ message: 'hi' })).session_id
+  const address = await app.listen({ port: 0, host: '127.0.0.1' })
+  const abort = new AbortController()
+  t.teardown(() => abort.abort())
+  const res = await fetch(`${address}/api/sessions/${id}/events`, {
+    headers: { accept: 'text/event-stream' },
+    signal: abort.signal,
+  })
+  t.equal(res.status, 200)
+  t.match(res.headers.get('content-type'), /^text\/event-stream/)
+  const { frames, readUntil } = sse(res)
   // what happened before the stream opened comes first
   await readUntil((f) => f.data.type === 'turn_finished')
   t.same(
@@ -587,4 +594,68 @@ t.test('sessions kept in PostgreSQL: turns, cards, events, snapshots, undo and b
     ).rows[0].n,
     1,
   )
+})
+
+t.test('a stream on one instance sees the turns another instance runs, in order, each once', async (t) => {
+  const pgdb = await testDatabase(t)
+  const url = new URL(pgdb.url)
+  url.searchParams.set('options', `-c search_path=${pgdb.schema}`)
+  const instance = async () => {
+    const one = await buildApp({
+      config: loadConfig({
+        ...testEnv,
+        DATA_DIR: t.testdir(files),
+        DATABASE_URL: url.toString(),
+        ANTHROPIC_API_KEY: 'k',
+        ANTHROPIC_BASE_URL: fake.baseURL,
+        AI_MAX_RETRIES: '0',
+        AI_MODE: 'deterministic',
+        CHAT_EVENTS_POLL_MS: '100',
+      }),
+      logger: false,
+    })
+    t.teardown(() => one.close())
+    return one
+  }
+  const a = await instance()
+  const b = await instance()
+  const turnOnA = async (payload: Record<string, unknown>) =>
+    (await a.inject({ method: 'POST', url: '/api/chat', payload })).json()
+  fake.script({ text: 'Hello.' })
+  const id = (await turnOnA({ message: 'hi' })).session_id
+  const address = await b.listen({ port: 0, host: '127.0.0.1' })
+  const abort = new AbortController()
+  t.teardown(() => abort.abort())
+  const stream = (headers: Record<string, string> = {}) =>
+    fetch(`${address}/api/sessions/${id}/events`, {
+      headers: { accept: 'text/event-stream', ...headers },
+      signal: abort.signal,
+    })
+  const { frames, readUntil } = sse(await stream())
+  await readUntil((f) => f.data.type === 'turn_finished')
+  // two more turns on A, while B streams: B has no turn of its own to wake it
+  for (const [n, message] of [
+    [2, 'again'],
+    [3, 'and again'],
+  ] as const) {
+    fake.script({ text: `Turn ${n}.` })
+    t.match(await turnOnA({ session_id: id, message }), { message: `Turn ${n}.` })
+    await readUntil((f) => f.data.type === 'turn_finished' && f.data.turn === n)
+  }
+  const stored = (await a.inject({ method: 'GET', url: `/api/sessions/${id}/events` })).json().events as {
+    seq: number
+  }[]
+  t.same(
+    frames.map((f) => f.id),
+    stored.map((e) => e.seq),
+    `all ${stored.length} events of A's turns, each once, in order`,
+  )
+  // a client reconnecting with Last-Event-ID gets what came after it, nothing again
+  const resumed = sse(await stream({ 'last-event-id': String(stored[4].seq) }))
+  await resumed.readUntil((f) => f.id === stored.at(-1)!.seq)
+  t.same(
+    resumed.frames.map((f) => f.id),
+    stored.slice(5).map((e) => e.seq),
+  )
+  abort.abort()
 })

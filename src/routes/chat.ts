@@ -117,7 +117,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const id = request.params.id
-      let after = request.query.after ?? -1
+      // a reconnecting EventSource says where it stopped
+      const resumed = Number(request.headers['last-event-id'])
+      let after = Number.isInteger(resumed) && resumed >= -1 ? resumed : (request.query.after ?? -1)
       const ws = request.principal.workspace
       const initial = await app.chat.events(ws, id, after)
       if (!request.headers.accept?.includes('text/event-stream')) return { events: initial }
@@ -126,14 +128,43 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       out.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
       const send = (events: { seq: number }[]) => {
         for (const e of events) {
+          if (e.seq <= after) continue
           out.write(`id: ${e.seq}\nevent: session_event\ndata: ${JSON.stringify(e)}\n\n`)
           after = e.seq
         }
       }
       send(initial)
-      const onEvents = () => void app.chat.events(ws, id, after).then(send, () => {})
+      // One read at a time, each from the last event sent: in order and each once. A turn on this
+      // instance wakes the stream at once; one on another instance sharing the database is found
+      // by reading the event table every CHAT_EVENTS_POLL_MS.
+      let reading = false
+      let again = false
+      let closed = false
+      const pump = async (): Promise<void> => {
+        if (reading) {
+          again = true
+          return
+        }
+        reading = true
+        try {
+          do {
+            again = false
+            send(await app.chat.events(ws, id, after))
+          } while (again && !closed)
+        } catch {
+          // the database hiccuped: the next wake-up or poll reads again
+        } finally {
+          reading = false
+        }
+      }
+      const onEvents = () => void pump()
+      const poll = setInterval(onEvents, app.config.chatEventsPollMs)
       app.chat.feed.on(`events:${id}`, onEvents)
-      request.raw.on('close', () => app.chat.feed.off(`events:${id}`, onEvents))
+      request.raw.on('close', () => {
+        closed = true
+        clearInterval(poll)
+        app.chat.feed.off(`events:${id}`, onEvents)
+      })
     },
   )
 
