@@ -12,6 +12,7 @@ import type { Config } from './config.js'
 import { isDatabaseUnavailable, type ServiceDatabase } from './db/connect.js'
 import dbPlugin from './db/plugin.js'
 import { ConcordError } from './errors.js'
+import idempotency from './idempotency.js'
 import metrics from './metrics.js'
 import { loopGauge } from './pressure.js'
 import ai from './ai/service.js'
@@ -137,6 +138,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   await app.register(dbPlugin, { database: opts.database })
   await app.register(auth)
+  await app.register(idempotency)
   await app.register(connectors)
   await app.register(sources)
   await app.register(recipes)

@@ -125,7 +125,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description 1-255 of letters, digits, . _ : -. Retries with the same key get the first answer and create nothing new (kept a day; another request with the key is a 422) */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -814,7 +817,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description 1-255 of letters, digits, . _ : -. Retries with the same key get the first answer and create nothing new (kept a day; another request with the key is a 422) */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -1553,7 +1559,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description 1-255 of letters, digits, . _ : -. Retries with the same key get the first answer and create nothing new (kept a day; another request with the key is a 422) */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };

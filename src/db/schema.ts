@@ -58,6 +58,17 @@ export interface RunsTable {
   finished_at: ColumnType<Date | null, Date | null, Date | null>
 }
 
+/** The first answer to a request that carried an Idempotency-Key (src/idempotency.ts). */
+export interface IdempotencyKeysTable {
+  workspace_id: string
+  route: string
+  key: string
+  request_hash: string
+  status: number | null
+  response: string | null
+  created_at: ColumnType<Date, never, never>
+}
+
 /** A running service instance, beating while it lives (runs/service.ts). */
 export interface InstancesTable {
   id: string
@@ -151,6 +162,7 @@ export interface Database {
   recipe_versions: RecipeVersionsTable
   runs: RunsTable
   instances: InstancesTable
+  idempotency_keys: IdempotencyKeysTable
   sessions: SessionsTable
   session_messages: SessionMessagesTable
   session_events: SessionEventsTable

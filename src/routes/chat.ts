@@ -3,6 +3,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { ChatRequest } from '../orchestrator/service.js'
+import { IdempotencyHeaders } from '../idempotency.js'
 
 const errors = {
   400: Type.Ref('ErrorReply'),
@@ -21,9 +22,11 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/api/chat',
     {
+      config: { idempotent: true },
       schema: {
         tags: ['chat'],
         summary: 'One turn of the chat agent (a new session without session_id)',
+        headers: IdempotencyHeaders,
         body: Type.Object(
           {
             session_id: Type.Optional(Type.String()),

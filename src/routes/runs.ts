@@ -5,6 +5,7 @@ import { Type } from 'typebox'
 import { arrowExport, matchesPage, unmatchedPage } from '../runs/pages.js'
 import { RESULT_SETS, type ResultSet } from '../runs/results.js'
 import type { StartRun } from '../runs/service.js'
+import { IdempotencyHeaders } from '../idempotency.js'
 
 const errors = { 400: Type.Ref('ErrorReply'), 404: Type.Ref('ErrorReply'), 409: Type.Ref('ErrorReply') }
 const IdParams = Type.Object({ id: Type.String() })
@@ -17,9 +18,11 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/api/runs',
     {
+      config: { idempotent: true },
       schema: {
         tags: ['runs'],
         summary: 'Start a run: 202 with the run, which then executes in the background',
+        headers: IdempotencyHeaders,
         body: Type.Ref('RunRequest'),
         response: { 202: Type.Ref('RunView'), ...errors },
       },

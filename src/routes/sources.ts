@@ -11,6 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { ConcordError } from '../errors.js'
 import { Alias } from '../sources/schemas.js'
+import { IdempotencyHeaders } from '../idempotency.js'
 
 const errors = { 400: Type.Ref('ErrorReply'), 404: Type.Ref('ErrorReply'), 502: Type.Ref('ErrorReply') }
 const AliasParams = Type.Object({ alias: Type.String() })
@@ -47,10 +48,11 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['sources'],
         summary: 'Register a source',
+        headers: IdempotencyHeaders,
         body: RegisterBody,
         response: { 201: Type.Ref('Source'), 409: Type.Ref('ErrorReply'), 413: Type.Ref('ErrorReply'), ...errors },
       },
-      config: { role: 'admin' },
+      config: { role: 'admin', idempotent: true },
       // A multipart upload becomes a file in the workspace's upload folder and a `path` before validation.
       preValidation: async (request) => {
         if (request.isMultipart())

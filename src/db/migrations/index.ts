@@ -7,6 +7,7 @@ import * as sessions from './004-sessions.js'
 import * as workspaces from './005-workspaces.js'
 import * as sessionLease from './006-session-lease.js'
 import * as runOwners from './007-run-owners.js'
+import * as idempotency from './008-idempotency.js'
 
 export const migrations: Record<string, Migration> = {
   '001-sources': sources,
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '005-workspaces': workspaces,
   '006-session-lease': sessionLease,
   '007-run-owners': runOwners,
+  '008-idempotency': idempotency,
 }
