@@ -75,17 +75,13 @@ export function postgresConnector(opts: PostgresConnectorOptions): SourceConnect
       })
       // An idle connection dropped by the server must not crash the service.
       p.on('error', (err) => opts.log?.warn({ err: redactError(err, conn) }, 'source connection error'))
-      p.on('connect', (client) => {
-        client
-          .query(
-            `SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET statement_timeout = ${Math.floor(opts.statementTimeoutMs)}`,
-          )
-          .catch(() => {})
-      })
       pools.set(conn, p)
     }
     return p
   }
+
+  /** Connections whose session settings are applied (withClient applies them on first use). */
+  const configured = new WeakSet<pg.PoolClient>()
 
   async function withClient<T>(conn: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     let client: pg.PoolClient
@@ -93,6 +89,19 @@ export function postgresConnector(opts: PostgresConnectorOptions): SourceConnect
       client = await pool(conn).connect()
     } catch (err) {
       throw unreachable(err, conn)
+    }
+    if (!configured.has(client)) {
+      // a new connection gets its session settings before its first query, and one that cannot
+      // take them (no statement timeout would bound its queries) is not used
+      try {
+        await client.query(
+          `SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET statement_timeout = ${Math.floor(opts.statementTimeoutMs)}`,
+        )
+        configured.add(client)
+      } catch (err) {
+        client.release(true)
+        throw sourceError(err, conn)
+      }
     }
     let broken: Error | undefined
     // A connection dropped mid-query surfaces as an 'error' event on the client, and a cursor read

@@ -302,7 +302,7 @@ t.test('a chat turn whose model keeps answering 429 fails cleanly; the session s
 
 t.test('a source query: the statement timeout answers 504; a client that goes away cancels it', async (t) => {
   const pgdb = await testDatabase(t)
-  if (pgdb.kind !== 'local') return t.pass('skipped: needs pg_stat_activity of a real PostgreSQL')
+  if (pgdb.kind !== 'local') return void t.skip('needs pg_stat_activity of a real PostgreSQL', () => {})
   const marker = `slow_${Date.now()}`
   // a view whose every row takes a while: registering reads only the catalogue, loading runs it
   await pgdb.query(`CREATE VIEW ${marker} AS SELECT g AS id, pg_sleep(0.5)::text AS s FROM generate_series(1, 60) g`)

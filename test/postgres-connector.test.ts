@@ -211,6 +211,14 @@ t.test('postgres connector', async (t) => {
     },
   )
 
+  t.test('a connection that cannot take its session settings is not used', async (t) => {
+    // an out-of-range timeout: the server refuses the SET, and no query may run unbounded
+    const strict = postgresConnector({ statementTimeoutMs: -5, poolMax: 1 })
+    t.teardown(() => strict.close?.())
+    const cfg = await strict.prepare({ connection_string: db.url, schema: db.schema, table: 'ledger' }).catch((e) => e)
+    t.match(cfg, { code: 'source_query_failed', message: /statement_timeout/ }, 'refused, with the reason')
+  })
+
   t.test('unknown table and unreachable server are clear errors without the password', async (t) => {
     await t.rejects(connector.prepare({ connection_string: db.url, schema: db.schema, table: 'ledgr' }), {
       code: 'unknown_table',
