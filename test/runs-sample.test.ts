@@ -96,3 +96,57 @@ t.test('a sample run applies the recipe scope and its parameters like a full run
   t.equal(missing.statusCode, 400)
   t.equal(missing.json().error, 'missing_param', 'a sample run checks its parameters like a full run')
 })
+
+t.test('sample runs read the scoped tables of whoever started them, as they were at the start', async (t) => {
+  const { app } = await testApp(t, {
+    files: { 'bank.csv': `${bank.join('\n')}\n`, 'invoices.csv': `${invoices.join('\n')}\n` },
+  })
+  for (const [alias, path] of [
+    ['bank', 'bank.csv'],
+    ['invoices', 'invoices.csv'],
+  ])
+    await app.inject({ method: 'POST', url: '/api/sources', payload: { alias, type: 'csv', path } })
+  const recipe = {
+    name: 'plain',
+    left: { source: 'bank', key: ['txn_id'] },
+    right: { source: 'invoices', key: ['invoice_id'] },
+    passes: [{ name: 'p', pattern: '1:1' as const, when: 'l.reference = r.ref AND l.amount = r.total_amount' }],
+  }
+  const ws = 'default'
+  const everything = { conditions: [] }
+  // two chat sessions scope the same source differently: ACC-0 (6 rows) and ACC-1 (6 rows) of 12
+  for (const [session, account] of [
+    ['s1', 'ACC-0'],
+    ['s2', 'ACC-1'],
+  ]) {
+    await app.sources.loadScoped(
+      ws,
+      'bank',
+      { conditions: [{ column: 'account', op: 'eq', value: account }] },
+      undefined,
+      session,
+    )
+    await app.sources.loadScoped(ws, 'invoices', everything, undefined, session)
+  }
+  // the workspace's own (REST) scope: January only
+  await app.sources.loadScoped(ws, 'bank', { conditions: [{ column: 'txn_date', op: 'lt', value: '2024-02-01' }] })
+  await app.sources.loadScoped(ws, 'invoices', everything)
+
+  const run = async (owner: string) => {
+    const started = await app.runs.start(ws, { recipe, mode: 'sample' }, null, undefined, owner)
+    return started.id
+  }
+  const ids = { s1: await run('s1'), s2: await run('s2'), rest: await run('') }
+  // loaded again after the runs started (a second client, the session's next step): no effect on them
+  await app.sources.loadScoped(ws, 'bank', everything)
+  await app.sources.loadScoped(ws, 'bank', everything, undefined, 's1')
+  const left = async (id: string) => {
+    const done = await waitForRun(app, id)
+    t.equal(done.status, 'completed', JSON.stringify(done.error))
+    const matched = (await app.inject({ method: 'GET', url: `/api/runs/${id}/matches?limit=100` })).json().items
+    return matched.map((m: { left_keys: string[] }) => m.left_keys[0]).sort()
+  }
+  t.same(await left(ids.s1), ['T10', 'T12', 'T2', 'T4', 'T6', 'T8'], "session 1's scope: ACC-0")
+  t.same(await left(ids.s2), ['T1', 'T11', 'T3', 'T5', 'T7', 'T9'], "session 2's scope: ACC-1")
+  t.same(await left(ids.rest), ['T1', 'T10', 'T4', 'T7'], 'the workspace scope as it was when the run started: January')
+})

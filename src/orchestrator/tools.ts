@@ -79,7 +79,8 @@ async function waitForRun(
 
 async function run(app: FastifyInstance, ws: string, s: SessionState, mode: 'sample' | 'full'): Promise<ToolOutcome> {
   if (!s.recipe_draft) throw new ConcordError('no_recipe', 'there is no recipe draft yet', 400, 'build one first')
-  const started = await app.runs.start(ws, { recipe: s.recipe_draft, mode })
+  // a sample run reads this session's scoped tables, as they are when it starts
+  const started = await app.runs.start(ws, { recipe: s.recipe_draft, mode }, null, undefined, s.id)
   const done = await waitForRun(app, ws, started.id)
   if (done.status !== 'completed' || !done.summary)
     throw new ConcordError('run_failed', `the ${mode} run ${done.status}: ${JSON.stringify(done.error)}`, 400)
@@ -107,8 +108,8 @@ async function run(app: FastifyInstance, ws: string, s: SessionState, mode: 'sam
   }
 }
 
-function sampleSummary(alias: string, sample: Sample, app: FastifyInstance, ws: string): string {
-  const table = app.sources.engine(ws).get(alias)?.table
+function sampleSummary(alias: string, sample: Sample, app: FastifyInstance, ws: string, session: string): string {
+  const table = app.sources.engine(ws, session).get(alias)?.table
   const parts = [`${alias}: ${sample.total_rows} rows in scope`]
   if (table) {
     const cols = describeTable(table)
@@ -187,11 +188,13 @@ export const AGENT_TOOLS: AgentTool[] = [
       const alias = String(input.alias)
       const side = requireSide(s, alias)
       const conditions = input.conditions as FilterCondition[]
-      const loaded = await app.sources.loadScoped(ws, alias, {
-        conditions,
-        limit: input.limit as number | undefined,
-        preview: 20,
-      })
+      const loaded = await app.sources.loadScoped(
+        ws,
+        alias,
+        { conditions, limit: input.limit as number | undefined, preview: 20 },
+        undefined,
+        s.id,
+      )
       const sample: Sample = {
         alias,
         columns: loaded.columns,
@@ -208,7 +211,7 @@ export const AGENT_TOOLS: AgentTool[] = [
         result: { alias, side, total_rows: loaded.total_rows, loaded_rows: loaded.loaded_rows, rows: loaded.rows },
         patch,
         card: { type: 'sample', data: { alias, side, total_rows: loaded.total_rows, rows: loaded.rows.slice(0, 20) } },
-        artifact: { kind: 'sample', summary: sampleSummary(alias, sample, app, ws) },
+        artifact: { kind: 'sample', summary: sampleSummary(alias, sample, app, ws, s.id) },
       }
     },
   },

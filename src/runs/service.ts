@@ -16,7 +16,7 @@ import type { Config } from '../config.js'
 import type { Database, RunRow, RunStatus } from '../db/schema.js'
 import type { RunSummary } from '../engine/reconcile.js'
 import { resolveConditions } from '../engine/load/filter.js'
-import { describeTable } from '../engine/data/table.js'
+import { describeTable, type Table } from '../engine/data/table.js'
 import { ConcordError, notFound } from '../errors.js'
 import { applyParams } from '../recipes/params.js'
 import { isProbabilistic, type Recipe, type RecipeModel } from '../recipes/schema.js'
@@ -81,6 +81,8 @@ export class RunsService {
   /** This instance: it owns the runs it queued and beats while it lives (instances table). */
   readonly instance = randomUUID()
   private heartbeat: NodeJS.Timeout | undefined
+  /** A queued sample run's scoped tables, captured when it was started. */
+  private readonly samples = new Map<string, { left: Table; right: Table }>()
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -196,6 +198,8 @@ export class RunsService {
     retryOf: string | null = null,
     /** The request's logger, so the line that queues the run carries the request id too. */
     log: FastifyBaseLogger = this.log,
+    /** Whose scoped tables a sample run reads (a chat session), else the workspace's. */
+    owner = '',
   ): Promise<RunView> {
     if ((body.recipe_id === undefined) === (body.recipe === undefined)) {
       throw new ConcordError(
@@ -221,9 +225,10 @@ export class RunsService {
     if (body.reuse_model_from !== undefined) recipe = await this.withModels(ws, recipe, body.reuse_model_from)
     const { recipe: applied, used } = applyParams(recipe, body.params ?? {})
     await this.recipes.checked(ws, applied)
+    const sample: Partial<Record<'left' | 'right', Table>> = {}
     if (mode === 'sample') {
       for (const side of ['left', 'right'] as const) {
-        const loaded = this.sources.engine(ws).get(applied[side].source)
+        const loaded = this.sources.engine(ws, owner).get(applied[side].source)
         if (!loaded)
           throw new ConcordError(
             'scope_not_loaded',
@@ -243,6 +248,7 @@ export class RunsService {
             err.suggestion ?? 'load the scoped table again, or run with "mode": "full"',
           )
         }
+        sample[side] = loaded.table
       }
     }
     if (engine === 'postgres') {
@@ -274,6 +280,8 @@ export class RunsService {
         owner: this.instance,
       })
       .execute()
+    // the tables as they are now: a later load (another request, another session) does not change this run
+    if (sample.left && sample.right) this.samples.set(id, { left: sample.left, right: sample.right })
     log.info({ run_id: id, recipe: applied.name, mode, engine }, 'run queued')
     this.queue.push(id)
     this.pump()
@@ -368,6 +376,8 @@ export class RunsService {
       this.active.delete(id)
       const body = err instanceof ConcordError ? err.toJSON() : { error: 'run_failed', message: (err as Error).message }
       await this.finish(id, 'failed', { error: body })
+    } finally {
+      this.samples.delete(id)
     }
   }
 
@@ -395,13 +405,12 @@ export class RunsService {
       outDir: row.dry_run ? null : this.tmpDir(id),
     }
     if (row.mode === 'sample') {
-      const left = this.sources.engine(ws).get(row.recipe.left.source)
-      const right = this.sources.engine(ws).get(row.recipe.right.source)
-      if (!left || !right)
+      const captured = this.samples.get(id)
+      if (!captured)
         return this.finish(id, 'failed', {
-          error: { error: 'scope_not_loaded', message: 'a scoped table was unloaded before the run started' },
+          error: { error: 'scope_not_loaded', message: 'the scoped tables this run was started with are gone' },
         })
-      spec.sample = { left: left.table, right: right.table }
+      spec.sample = captured
     }
     const mine = await this.db
       .updateTable('runs')
@@ -514,6 +523,7 @@ export class RunsService {
     patch: { summary?: RunSummary; error?: RunView['error'] },
     lastProgress?: JobProgress,
   ): Promise<void> {
+    this.samples.delete(id)
     const row = await this.row(null, id)
     const tmp = this.tmpDir(id)
     let outcome = status

@@ -61,11 +61,16 @@ export class SourcesService {
   ) {}
 
   /** The scoped tables loaded in a workspace. */
-  engine(ws: string): EngineContext {
-    let e = this.engines.get(ws)
+  /**
+   * The scoped tables of a workspace (REST loads), or of one owner in it (a chat session's loads):
+   * two sessions scoping the same source each keep their own table.
+   */
+  engine(ws: string, owner = ''): EngineContext {
+    const key = owner ? `${ws}\u0000${owner}` : ws
+    let e = this.engines.get(key)
     if (!e) {
       e = new EngineContext()
-      this.engines.set(ws, e)
+      this.engines.set(key, e)
     }
     return e
   }
@@ -226,6 +231,8 @@ export class SourcesService {
     alias: string,
     body: { conditions?: FilterCondition[]; limit?: number; preview?: number },
     signal?: AbortSignal,
+    /** Whose table this is (a chat session), else the workspace's. */
+    owner = '',
   ): Promise<LoadScopedResult> {
     const source = await this.source(ws, alias)
     const connector = this.connectors.get(source.type)
@@ -233,7 +240,7 @@ export class SourcesService {
     // Load into a scratch context first: the engine's scoped table changes only when the load succeeded.
     const scratch = new EngineContext()
     const scoped = await connector.registerScoped(scratch, alias, source, conditions, { limit: body.limit, signal })
-    this.engine(ws).register(scoped)
+    this.engine(ws, owner).register(scoped)
     const rows = rowsAsJson(scoped.table, body.preview ?? 20)
     this.log.info({ alias, total: scoped.totalRows, loaded: scoped.table.length }, 'scoped table loaded')
     return {
