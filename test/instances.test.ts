@@ -7,6 +7,7 @@ import { writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { join, resolve } from 'node:path'
 import t, { type Test } from 'tap'
+import { fakeAnthropic } from './helpers/fake-anthropic.js'
 import { testDatabase } from './helpers/pg.js'
 
 const root = resolve(import.meta.dirname, '..')
@@ -30,7 +31,12 @@ interface Instance {
   exited: Promise<number | null>
 }
 
-async function instance(t: Test, dataDir: string, databaseUrl: string): Promise<Instance> {
+async function instance(
+  t: Test,
+  dataDir: string,
+  databaseUrl: string,
+  env: Record<string, string> = {},
+): Promise<Instance> {
   const port = await freePort()
   const child = spawn(process.execPath, [join(root, 'bin/concord.js'), 'serve'], {
     env: {
@@ -41,6 +47,7 @@ async function instance(t: Test, dataDir: string, databaseUrl: string): Promise<
       LOG_LEVEL: 'warn',
       RUN_HEARTBEAT_MS: String(HEARTBEAT_MS),
       RUN_CONCURRENCY: '1',
+      ...env,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   })
@@ -164,3 +171,99 @@ t.test('two instances on one database: a killed one loses only its own run, retr
   b.child.kill('SIGTERM')
   t.equal(await b.exited, 0)
 })
+
+t.test(
+  'a chat session across instances: streamed from the survivor, taken over once the dead turn lapses',
+  async (t) => {
+    const pgdb = await testDatabase(t)
+    if (pgdb.kind !== 'local')
+      return void t.skip(
+        'several instances need a PostgreSQL server: PGlite over the wire serves one session at a time',
+        () => {},
+      )
+    const url = new URL(pgdb.url)
+    url.searchParams.set('options', `-c search_path=${pgdb.schema}`)
+    const fake = await fakeAnthropic(t)
+    const env = {
+      ANTHROPIC_API_KEY: 'k',
+      ANTHROPIC_BASE_URL: fake.baseURL,
+      AI_MAX_RETRIES: '0',
+      AI_MODE: 'deterministic',
+      CHAT_EVENTS_POLL_MS: '100',
+      CHAT_LEASE_MS: '600',
+    }
+    const dataDir = t.testdir({})
+    const a = await instance(t, dataDir, url.toString(), env)
+    const b = await instance(t, dataDir, url.toString(), env)
+    fake.script({ text: 'Hello from A.' })
+    const first = await call(a.base, 'POST', '/api/chat', { message: 'hi' })
+    t.equal(first.status, 200)
+    const id = (first.body as unknown as { session_id: string }).session_id
+
+    // a client streams the session from B
+    const abort = new AbortController()
+    t.teardown(() => abort.abort())
+    const res = await fetch(`${b.base}/api/sessions/${id}/events`, {
+      headers: { accept: 'text/event-stream' },
+      signal: abort.signal,
+    })
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
+    const seen: { seq: number; type: string; turn: number }[] = []
+    let buffer = ''
+    const readUntil = async (until: () => boolean) => {
+      while (!until()) {
+        const { value } = await reader.read()
+        buffer += value ?? ''
+        let end
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const data = buffer
+            .slice(0, end)
+            .split('\n')
+            .find((l) => l.startsWith('data: '))
+          buffer = buffer.slice(end + 2)
+          if (data) seen.push(JSON.parse(data.slice(6)))
+        }
+      }
+    }
+    await readUntil(() => seen.some((e) => e.type === 'turn_finished'))
+    t.same(
+      seen.map((e) => e.type),
+      ['turn_started', 'model_call', 'turn_finished'],
+      "B streams A's first turn",
+    )
+
+    // A dies in the middle of its second turn (its model call never answers)
+    fake.script({ delayMs: 60_000, text: 'never sent' })
+    const asked = fake.requests.length
+    void call(a.base, 'POST', '/api/chat', { session_id: id, message: 'and then?' }).catch(() => {})
+    while (fake.requests.length === asked) await new Promise((r) => setTimeout(r, 10))
+    const busy = await call(b.base, 'POST', '/api/chat', { session_id: id, message: 'me too' })
+    t.match(busy, { status: 409, body: { error: 'session_busy' } }, "B refuses a turn while A's lives")
+    a.child.kill('SIGKILL')
+    await a.exited
+
+    // once A's lease has lapsed, B takes the session; nothing of A's dead turn is kept
+    await new Promise((r) => setTimeout(r, 800))
+    fake.script({ text: 'Hello from B.' })
+    const onB = await call(b.base, 'POST', '/api/chat', { session_id: id, message: 'still there?' })
+    t.equal(onB.status, 200, JSON.stringify(onB.body))
+    await readUntil(() => seen.filter((e) => e.type === 'turn_finished').length === 2)
+    const stored = (await call(b.base, 'GET', `/api/sessions/${id}/events`)).body as unknown as {
+      events: { seq: number }[]
+    }
+    t.same(
+      seen.map((e) => e.seq),
+      stored.events.map((e) => e.seq),
+      "the stream saw every stored event once, in order: the refusal, then B's turn",
+    )
+    const messages = await pgdb.query('SELECT content FROM session_messages WHERE session_id = $1 ORDER BY seq', [id])
+    t.same(
+      messages.rows.map((r) => r.content[0].text),
+      ['hi', 'Hello from A.', 'still there?', 'Hello from B.'],
+      "A's dead turn left no message",
+    )
+    abort.abort()
+    b.child.kill('SIGTERM')
+    t.equal(await b.exited, 0)
+  },
+)
