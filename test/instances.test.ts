@@ -64,6 +64,21 @@ async function instance(
   return { base, child, exited }
 }
 
+/**
+ * A PostgreSQL schema the instances share (DATABASE_URL with its search_path), or null after a
+ * visible skip: PGlite over the wire serves one session at a time.
+ */
+async function sharedDatabase(t: Test) {
+  const pgdb = await testDatabase(t)
+  if (pgdb.kind !== 'local') {
+    t.skip('several instances need a PostgreSQL server: PGlite over the wire serves one session at a time', () => {})
+    return null
+  }
+  const url = new URL(pgdb.url)
+  url.searchParams.set('options', `-c search_path=${pgdb.schema}`)
+  return { pgdb, url }
+}
+
 async function call(base: string, method: string, path: string, body?: unknown) {
   const res = await fetch(base + path, {
     method,
@@ -93,14 +108,9 @@ const recipe = (left: string, right: string) => ({
 })
 
 t.test('two instances on one database: a killed one loses only its own run, retried on the other', async (t) => {
-  const pgdb = await testDatabase(t)
-  if (pgdb.kind !== 'local')
-    return void t.skip(
-      'several instances need a PostgreSQL server: PGlite over the wire serves one session at a time',
-      () => {},
-    )
-  const url = new URL(pgdb.url)
-  url.searchParams.set('options', `-c search_path=${pgdb.schema}`)
+  const shared = await sharedDatabase(t)
+  if (!shared) return
+  const { pgdb, url } = shared
   // a shared data folder, as a shared volume would be: the same files and run results for both
   const dataDir = t.testdir({})
   const rows = (n: number, prefix: string) =>
@@ -175,14 +185,9 @@ t.test('two instances on one database: a killed one loses only its own run, retr
 t.test(
   'a chat session across instances: streamed from the survivor, taken over once the dead turn lapses',
   async (t) => {
-    const pgdb = await testDatabase(t)
-    if (pgdb.kind !== 'local')
-      return void t.skip(
-        'several instances need a PostgreSQL server: PGlite over the wire serves one session at a time',
-        () => {},
-      )
-    const url = new URL(pgdb.url)
-    url.searchParams.set('options', `-c search_path=${pgdb.schema}`)
+    const shared = await sharedDatabase(t)
+    if (!shared) return
+    const { pgdb, url } = shared
     const fake = await fakeAnthropic(t)
     const env = {
       ANTHROPIC_API_KEY: 'k',
