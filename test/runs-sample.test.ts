@@ -150,3 +150,58 @@ t.test('sample runs read the scoped tables of whoever started them, as they were
   t.same(await left(ids.s2), ['T1', 'T11', 'T3', 'T5', 'T7', 'T9'], "session 2's scope: ACC-1")
   t.same(await left(ids.rest), ['T1', 'T10', 'T4', 'T7'], 'the workspace scope as it was when the run started: January')
 })
+
+t.test(
+  'REST clients keep their own scoped tables under a scope_set; without one they share the workspace set',
+  async (t) => {
+    const { app } = await testApp(t, {
+      files: { 'bank.csv': `${bank.join('\n')}\n`, 'invoices.csv': `${invoices.join('\n')}\n` },
+    })
+    for (const [alias, path] of [
+      ['bank', 'bank.csv'],
+      ['invoices', 'invoices.csv'],
+    ])
+      await app.inject({ method: 'POST', url: '/api/sources', payload: { alias, type: 'csv', path } })
+    const load = async (alias: string, payload: Record<string, unknown>) => {
+      const res = await app.inject({ method: 'POST', url: `/api/sources/${alias}/load-scoped`, payload })
+      t.equal(res.statusCode, 200, res.body)
+    }
+    for (const [set, account] of [
+      ['client-a', 'ACC-0'],
+      ['client-b', 'ACC-1'],
+    ]) {
+      await load('bank', { scope_set: set, conditions: [{ column: 'account', op: 'eq', value: account }] })
+      await load('invoices', { scope_set: set, conditions: [] })
+    }
+    await load('bank', { conditions: [{ column: 'txn_date', op: 'lt', value: '2024-02-01' }] })
+    await load('invoices', { conditions: [] })
+    const recipe = {
+      name: 'plain',
+      left: { source: 'bank', key: ['txn_id'] },
+      right: { source: 'invoices', key: ['invoice_id'] },
+      passes: [{ name: 'p', pattern: '1:1', when: 'l.reference = r.ref AND l.amount = r.total_amount' }],
+    }
+    const matchedLeft = async (extra: Record<string, unknown>) => {
+      const run = await start(app, { recipe, mode: 'sample', ...extra })
+      t.equal(run.status, 'completed', JSON.stringify(run.error))
+      const items = (await app.inject({ method: 'GET', url: `/api/runs/${run.id}/matches?limit=100` })).json().items
+      return items.map((m: { left_keys: string[] }) => m.left_keys[0]).sort()
+    }
+    t.same(await matchedLeft({ scope_set: 'client-a' }), ['T10', 'T12', 'T2', 'T4', 'T6', 'T8'])
+    t.same(await matchedLeft({ scope_set: 'client-b' }), ['T1', 'T11', 'T3', 'T5', 'T7', 'T9'])
+    t.same(await matchedLeft({}), ['T1', 'T10', 'T4', 'T7'], 'the shared set: January')
+    const missing = await app.inject({
+      method: 'POST',
+      url: '/api/runs',
+      payload: { recipe, mode: 'sample', scope_set: 'client-c' },
+    })
+    t.match(missing, { statusCode: 409 })
+    t.equal(missing.json().error, 'scope_not_loaded', 'a set with nothing loaded has nothing to run on')
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/api/sources/bank/load-scoped',
+      payload: { scope_set: 'a b' },
+    })
+    t.equal(bad.statusCode, 400)
+  },
+)

@@ -2509,6 +2509,8 @@ export interface components {
             limit?: number;
             /** @description rows returned in the reply (default 20) */
             preview?: number;
+            /** @description a set of scoped tables of your own: loads and sample runs naming it share it, and no other client's load replaces its tables; without it, the workspace's shared set */
+            scope_set?: string;
         };
         LoadScopedReply: {
             alias: string;
@@ -2850,6 +2852,8 @@ export interface components {
             engine: "memory" | "postgres";
             /** @description a completed run: its probabilistic passes' learned models are used by the same-named passes (no training) */
             reuse_model_from?: string;
+            /** @description a set of scoped tables of your own: loads and sample runs naming it share it, and no other client's load replaces its tables; without it, the workspace's shared set */
+            scope_set?: string;
         };
         RunSummary: {
             recipe: string;

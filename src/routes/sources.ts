@@ -12,6 +12,7 @@ import { Type } from 'typebox'
 import { ConcordError } from '../errors.js'
 import { Alias } from '../sources/schemas.js'
 import { IdempotencyHeaders } from '../idempotency.js'
+import { scopeOwner } from '../sources/service.js'
 
 const errors = { 400: Type.Ref('ErrorReply'), 404: Type.Ref('ErrorReply'), 502: Type.Ref('ErrorReply') }
 const AliasParams = Type.Object({ alias: Type.String() })
@@ -142,12 +143,13 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const body = request.body as { conditions?: []; limit?: number; preview?: number }
+      const body = request.body as { conditions?: []; limit?: number; preview?: number; scope_set?: string }
       return app.sources.loadScoped(
         request.principal.workspace,
         request.params.alias,
         body,
         clientSignal(request, reply),
+        body.scope_set ? scopeOwner(body.scope_set) : '',
       )
     },
   )

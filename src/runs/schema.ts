@@ -1,6 +1,7 @@
 // Wire schemas of the runs API, shared by the routes, the OpenAPI document and the client SDK.
 
 import { Type } from 'typebox'
+import { ScopeSet } from '../sources/schemas.js'
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()])
 const Amount = Nullable(Type.String({ description: 'exact decimal, or null when the sides have no amount column' }))
@@ -36,6 +37,7 @@ export const RunRequestSchema = Type.Object(
           "a completed run: its probabilistic passes' learned models are used by the same-named passes (no training)",
       }),
     ),
+    scope_set: Type.Optional(ScopeSet),
   },
   { $id: 'RunRequest', additionalProperties: false },
 )

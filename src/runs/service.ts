@@ -22,7 +22,7 @@ import { applyParams } from '../recipes/params.js'
 import { isProbabilistic, type Recipe, type RecipeModel } from '../recipes/schema.js'
 import type { RecipesService } from '../recipes/service.js'
 import type { Source } from '../sources/connector.js'
-import type { SourcesService } from '../sources/service.js'
+import { scopeOwner, type SourcesService } from '../sources/service.js'
 import { initialProgress, type JobProgress, type JobSpec, type RunMode } from './job.js'
 import type { Metrics } from '../metrics.js'
 import { forget } from './pages.js'
@@ -40,6 +40,8 @@ export interface StartRun {
   engine?: 'memory' | 'postgres'
   /** A completed run whose probabilistic passes' models the same-named passes reuse (no EM). */
   reuse_model_from?: string
+  /** A sample run's named set of scoped tables (see sources' scopeOwner). */
+  scope_set?: string
 }
 
 export interface RunView {
@@ -226,9 +228,10 @@ export class RunsService {
     const { recipe: applied, used } = applyParams(recipe, body.params ?? {})
     await this.recipes.checked(ws, applied)
     const sample: Partial<Record<'left' | 'right', Table>> = {}
+    const tables = this.sources.engine(ws, body.scope_set ? scopeOwner(body.scope_set) : owner)
     if (mode === 'sample') {
       for (const side of ['left', 'right'] as const) {
-        const loaded = this.sources.engine(ws, owner).get(applied[side].source)
+        const loaded = tables.get(applied[side].source)
         if (!loaded)
           throw new ConcordError(
             'scope_not_loaded',

@@ -77,6 +77,13 @@ export const PreviewReply = Type.Object(
   { $id: 'PreviewReply' },
 )
 
+/** A client's own set of scoped tables (load-scoped and sample runs name it); none: the workspace's. */
+export const ScopeSet = Type.String({
+  pattern: '^[A-Za-z0-9_.:-]{1,64}$',
+  description:
+    "a set of scoped tables of your own: loads and sample runs naming it share it, and no other client's load replaces its tables; without it, the workspace's shared set",
+})
+
 export const LoadScopedBody = Type.Object(
   {
     conditions: Type.Optional(
@@ -88,6 +95,7 @@ export const LoadScopedBody = Type.Object(
     preview: Type.Optional(
       Type.Integer({ minimum: 0, maximum: 1000, description: 'rows returned in the reply (default 20)' }),
     ),
+    scope_set: Type.Optional(ScopeSet),
   },
   { $id: 'LoadScopedBody', additionalProperties: false },
 )

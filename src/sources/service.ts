@@ -47,6 +47,9 @@ const ALIAS_RE = /^[A-Za-z][A-Za-z0-9_]{0,62}$/
  * Sources belong to a workspace: every method takes the workspace it acts in, and aliases are
  * unique within one. Scoped tables are kept per workspace.
  */
+/** The owner of a REST client's named set of scoped tables (apart from chat sessions' ids). */
+export const scopeOwner = (scopeSet: string) => `rest:${scopeSet}`
+
 export class SourcesService {
   private readonly engines = new Map<string, EngineContext>()
 
@@ -62,8 +65,8 @@ export class SourcesService {
 
   /** The scoped tables loaded in a workspace. */
   /**
-   * The scoped tables of a workspace (REST loads), or of one owner in it (a chat session's loads):
-   * two sessions scoping the same source each keep their own table.
+   * The scoped tables of a workspace (REST loads), or of one owner in it (a chat session's loads,
+   * a REST client's named `scope_set`): two owners scoping the same source each keep their own.
    */
   engine(ws: string, owner = ''): EngineContext {
     const key = owner ? `${ws}\u0000${owner}` : ws
