@@ -14,7 +14,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, utimesSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { reconFiles, writeRecon } from './gen-recon.js'
-import { AS_NPM_START, median, type Timed, timed } from './whole-process.js'
+import { AS_NPM_START, median, type Timed, timed, timedReconcile } from './whole-process.js'
 
 const arg = process.argv.indexOf('--rows')
 const sizes = (arg >= 0 ? process.argv[arg + 1] : '1000000').split(',').map(Number)
@@ -100,25 +100,7 @@ for (const n of sizes) {
   const serve = await server(files, n)
   for (let k = 0; k < runs; k++) {
     for (const out of Object.values(outs)) rmSync(out, { recursive: true, force: true })
-    concord.push(
-      timed(
-        [
-          process.execPath,
-          'bin/concord.js',
-          'reconcile',
-          '--left',
-          files.left,
-          '--right',
-          files.right,
-          '--recipe',
-          recipe,
-          '--out',
-          outs.concord,
-          '--json',
-        ],
-        AS_NPM_START,
-      ),
-    )
+    concord.push(timedReconcile(files.left, files.right, recipe, outs.concord))
     duckdb.push(
       timed(
         [process.execPath, '--import', 'tsx', 'bench/recon-duckdb.ts', files.left, files.right, outs.duckdb],

@@ -14,7 +14,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { writeUnkeyed } from './gen-unkeyed.js'
 import { scoreUnkeyed } from './score-unkeyed.js'
-import { AS_NPM_START, median, type Timed, timed } from './whole-process.js'
+import { median, type Timed, timed, timedReconcile } from './whole-process.js'
 
 const arg = process.argv.indexOf('--rows')
 const sizes = (arg >= 0 ? process.argv[arg + 1] : '10000,45000,100000').split(',').map(Number)
@@ -31,25 +31,7 @@ for (const n of sizes) {
   const duckdb: Timed[] = []
   for (let k = 0; k < runs; k++) {
     for (const out of Object.values(outs)) rmSync(out, { recursive: true, force: true })
-    concord.push(
-      timed(
-        [
-          process.execPath,
-          'bin/concord.js',
-          'reconcile',
-          '--left',
-          sent,
-          '--right',
-          received,
-          '--recipe',
-          recipe,
-          '--out',
-          outs.concord,
-          '--json',
-        ],
-        AS_NPM_START,
-      ),
-    )
+    concord.push(timedReconcile(sent, received, recipe, outs.concord))
     if (n <= duckdbMaxRows)
       duckdb.push(
         timed([process.execPath, '--import', 'tsx', 'bench/link-duckdb.ts', sent, received, outs.duckdb], process.env),

@@ -25,4 +25,25 @@ export function timed(command: string[], env: NodeJS.ProcessEnv): Timed {
   return { ms, rssMiB: rss ? Number(rss[1]) / 1024 : Number.NaN, stdout: res.stdout }
 }
 
+/** `concord reconcile … --out DIR --json` as its own process, as a user runs it (CSV results). */
+export function timedReconcile(left: string, right: string, recipe: string, out: string): Timed {
+  return timed(
+    [
+      process.execPath,
+      'bin/concord.js',
+      'reconcile',
+      '--left',
+      left,
+      '--right',
+      right,
+      '--recipe',
+      recipe,
+      '--out',
+      out,
+      '--json',
+    ],
+    AS_NPM_START,
+  )
+}
+
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]

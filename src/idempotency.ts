@@ -43,20 +43,19 @@ export default fp(
     // an upload is checked before its body is read (a replay must not write the file again), its
     // key standing for it alone; a JSON request once its body is parsed, with the body's hash
     app.addHook('preParsing', async (request, reply) => {
-      if (isUpload(request)) return check(request, reply, 'multipart')
+      if (isUpload(request)) return check(request, reply, () => 'multipart')
     })
     app.addHook('preHandler', async (request, reply) => {
       if (!isUpload(request))
-        return check(
-          request,
-          reply,
+        return check(request, reply, () =>
           createHash('sha256')
             .update(JSON.stringify(request.body ?? null))
             .digest('hex'),
         )
     })
 
-    async function check(request: FastifyRequest, reply: FastifyReply, hash: string) {
+    /** `hashOf` is called only for a route that honours the header and a request that sends it. */
+    async function check(request: FastifyRequest, reply: FastifyReply, hashOf: () => string) {
       if (!request.routeOptions.config.idempotent) return
       const key = request.headers['idempotency-key']
       if (key === undefined) return
@@ -67,6 +66,7 @@ export default fp(
           400,
           'send one key per logical request, e.g. a UUID',
         )
+      const hash = hashOf()
       const workspace = request.principal.workspace
       const route = `${request.method} ${request.routeOptions.url}`
       const db = app.db

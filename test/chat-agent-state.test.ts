@@ -5,14 +5,14 @@
 // sessions kept in a real PostgreSQL. One app and one fake serve the tests on the embedded
 // database; each test starts its own session.
 
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
 import { EMPTY_REPLY } from '../src/orchestrator/loop.js'
 import { COMPACT_ABOVE } from '../src/orchestrator/prompt.js'
 import { testApp, testEnv } from './helpers/app.js'
 import { fakeAnthropic, messageWithText, toolCalls } from './helpers/fake-anthropic.js'
-import { testDatabase } from './helpers/pg.js'
+import { type TestDatabase, testDatabase } from './helpers/pg.js'
 
 const days = ['2024-01-05', '2024-01-12', '2024-01-20', '2024-02-02', '2024-02-10', '2024-02-21']
 const files = {
@@ -505,14 +505,11 @@ t.test("the events endpoint streams a session's events as Server-Sent Events", a
   abort.abort()
 })
 
-t.test('sessions kept in PostgreSQL: turns, cards, events, snapshots, undo and busy', async (t) => {
-  const pgdb = await testDatabase(t)
-  t.comment(
-    `service database: ${pgdb.kind === 'local' ? 'the local PostgreSQL' : 'PGlite over the wire (no local server)'}`,
-  )
+/** An instance of the service keeping its tables in the test's PostgreSQL schema, on the fake model. */
+async function pgInstance(t: Test, pgdb: TestDatabase, env: Record<string, string> = {}) {
   const url = new URL(pgdb.url)
   url.searchParams.set('options', `-c search_path=${pgdb.schema}`)
-  const pgApp = await buildApp({
+  const app = await buildApp({
     config: loadConfig({
       ...testEnv,
       DATA_DIR: t.testdir(files),
@@ -521,10 +518,20 @@ t.test('sessions kept in PostgreSQL: turns, cards, events, snapshots, undo and b
       ANTHROPIC_BASE_URL: fake.baseURL,
       AI_MAX_RETRIES: '0',
       AI_MODE: 'deterministic',
+      ...env,
     }),
     logger: false,
   })
-  t.teardown(() => pgApp.close())
+  t.teardown(() => app.close())
+  return app
+}
+
+t.test('sessions kept in PostgreSQL: turns, cards, events, snapshots, undo and busy', async (t) => {
+  const pgdb = await testDatabase(t)
+  t.comment(
+    `service database: ${pgdb.kind === 'local' ? 'the local PostgreSQL' : 'PGlite over the wire (no local server)'}`,
+  )
+  const pgApp = await pgInstance(t, pgdb)
   t.equal((await pgApp.inject('/ready')).json().database, 'postgres')
   for (const alias of ['bank', 'inv'])
     await pgApp.inject({ method: 'POST', url: '/api/sources', payload: { alias, type: 'csv', path: `${alias}.csv` } })
@@ -598,27 +605,8 @@ t.test('sessions kept in PostgreSQL: turns, cards, events, snapshots, undo and b
 
 t.test('a stream on one instance sees the turns another instance runs, in order, each once', async (t) => {
   const pgdb = await testDatabase(t)
-  const url = new URL(pgdb.url)
-  url.searchParams.set('options', `-c search_path=${pgdb.schema}`)
-  const instance = async () => {
-    const one = await buildApp({
-      config: loadConfig({
-        ...testEnv,
-        DATA_DIR: t.testdir(files),
-        DATABASE_URL: url.toString(),
-        ANTHROPIC_API_KEY: 'k',
-        ANTHROPIC_BASE_URL: fake.baseURL,
-        AI_MAX_RETRIES: '0',
-        AI_MODE: 'deterministic',
-        CHAT_EVENTS_POLL_MS: '100',
-      }),
-      logger: false,
-    })
-    t.teardown(() => one.close())
-    return one
-  }
-  const a = await instance()
-  const b = await instance()
+  const a = await pgInstance(t, pgdb, { CHAT_EVENTS_POLL_MS: '100' })
+  const b = await pgInstance(t, pgdb, { CHAT_EVENTS_POLL_MS: '100' })
   const turnOnA = async (payload: Record<string, unknown>) =>
     (await a.inject({ method: 'POST', url: '/api/chat', payload })).json()
   fake.script({ text: 'Hello.' })

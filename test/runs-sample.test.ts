@@ -2,7 +2,7 @@
 // a full run filters the sources it loads: the same request gives the same counts in both modes.
 
 import type { FastifyInstance } from 'fastify'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { testApp } from './helpers/app.js'
 import { waitForRun } from './helpers/runs.js'
 
@@ -30,13 +30,8 @@ const monthly = {
   ],
 }
 
-async function start(app: FastifyInstance, payload: Record<string, unknown>) {
-  const res = await app.inject({ method: 'POST', url: '/api/runs', payload })
-  if (res.statusCode !== 202) throw new Error(res.body)
-  return waitForRun(app, res.json().id)
-}
-
-t.test('a sample run applies the recipe scope and its parameters like a full run', async (t) => {
+/** An app with the bank and invoices files registered as sources. */
+async function withSources(t: Test): Promise<FastifyInstance> {
   const { app } = await testApp(t, {
     files: { 'bank.csv': `${bank.join('\n')}\n`, 'invoices.csv': `${invoices.join('\n')}\n` },
   })
@@ -45,6 +40,25 @@ t.test('a sample run applies the recipe scope and its parameters like a full run
     ['invoices', 'invoices.csv'],
   ])
     await app.inject({ method: 'POST', url: '/api/sources', payload: { alias, type: 'csv', path } })
+  return app
+}
+
+/** No scope of its own: a sample run matches exactly the rows loaded. */
+const plain = {
+  name: 'plain',
+  left: { source: 'bank', key: ['txn_id'] },
+  right: { source: 'invoices', key: ['invoice_id'] },
+  passes: [{ name: 'p', pattern: '1:1' as const, when: 'l.reference = r.ref AND l.amount = r.total_amount' }],
+}
+
+async function start(app: FastifyInstance, payload: Record<string, unknown>) {
+  const res = await app.inject({ method: 'POST', url: '/api/runs', payload })
+  if (res.statusCode !== 202) throw new Error(res.body)
+  return waitForRun(app, res.json().id)
+}
+
+t.test('a sample run applies the recipe scope and its parameters like a full run', async (t) => {
+  const app = await withSources(t)
   const saved = (await app.inject({ method: 'POST', url: '/api/recipes', payload: monthly })).json()
 
   // the loaded scoped tables hold every row; the run narrows them
@@ -98,20 +112,8 @@ t.test('a sample run applies the recipe scope and its parameters like a full run
 })
 
 t.test('sample runs read the scoped tables of whoever started them, as they were at the start', async (t) => {
-  const { app } = await testApp(t, {
-    files: { 'bank.csv': `${bank.join('\n')}\n`, 'invoices.csv': `${invoices.join('\n')}\n` },
-  })
-  for (const [alias, path] of [
-    ['bank', 'bank.csv'],
-    ['invoices', 'invoices.csv'],
-  ])
-    await app.inject({ method: 'POST', url: '/api/sources', payload: { alias, type: 'csv', path } })
-  const recipe = {
-    name: 'plain',
-    left: { source: 'bank', key: ['txn_id'] },
-    right: { source: 'invoices', key: ['invoice_id'] },
-    passes: [{ name: 'p', pattern: '1:1' as const, when: 'l.reference = r.ref AND l.amount = r.total_amount' }],
-  }
+  const app = await withSources(t)
+  const recipe = plain
   const ws = 'default'
   const everything = { conditions: [] }
   // two chat sessions scope the same source differently: ACC-0 (6 rows) and ACC-1 (6 rows) of 12
@@ -154,14 +156,7 @@ t.test('sample runs read the scoped tables of whoever started them, as they were
 t.test(
   'REST clients keep their own scoped tables under a scope_set; without one they share the workspace set',
   async (t) => {
-    const { app } = await testApp(t, {
-      files: { 'bank.csv': `${bank.join('\n')}\n`, 'invoices.csv': `${invoices.join('\n')}\n` },
-    })
-    for (const [alias, path] of [
-      ['bank', 'bank.csv'],
-      ['invoices', 'invoices.csv'],
-    ])
-      await app.inject({ method: 'POST', url: '/api/sources', payload: { alias, type: 'csv', path } })
+    const app = await withSources(t)
     const load = async (alias: string, payload: Record<string, unknown>) => {
       const res = await app.inject({ method: 'POST', url: `/api/sources/${alias}/load-scoped`, payload })
       t.equal(res.statusCode, 200, res.body)
@@ -175,12 +170,7 @@ t.test(
     }
     await load('bank', { conditions: [{ column: 'txn_date', op: 'lt', value: '2024-02-01' }] })
     await load('invoices', { conditions: [] })
-    const recipe = {
-      name: 'plain',
-      left: { source: 'bank', key: ['txn_id'] },
-      right: { source: 'invoices', key: ['invoice_id'] },
-      passes: [{ name: 'p', pattern: '1:1', when: 'l.reference = r.ref AND l.amount = r.total_amount' }],
-    }
+    const recipe = plain
     const matchedLeft = async (extra: Record<string, unknown>) => {
       const run = await start(app, { recipe, mode: 'sample', ...extra })
       t.equal(run.status, 'completed', JSON.stringify(run.error))

@@ -29,11 +29,6 @@ export class Lease {
     this.timer.unref()
   }
 
-  /** False once another turn has taken the session (this one outlived its lease unrenewed). */
-  get held(): boolean {
-    return !this.lost
-  }
-
   async renew(): Promise<boolean> {
     if (this.lost) return false
     const renewed = await this.db
@@ -61,7 +56,7 @@ export class Lease {
 }
 
 /** The error of a turn that lost its session to another: it saves nothing. */
-export function leaseLost(): ConcordError {
+function leaseLost(): ConcordError {
   return new ConcordError(
     'lease_lost',
     'this turn outlived its hold on the session and another turn took it; nothing of this turn was saved',

@@ -78,7 +78,7 @@ export class RunsService {
   private readonly settled = new Map<string, Promise<void>>()
   private closing = false
   private readonly pool: WorkerPool
-  /** CSV exports, encoded on their own worker thread. */
+  /** CSV exports, encoded on export worker threads. */
   readonly exporter = new CsvExporter()
   /** This instance: it owns the runs it queued and beats while it lives (instances table). */
   readonly instance = randomUUID()
@@ -118,6 +118,11 @@ export class RunsService {
   async join(): Promise<void> {
     await mkdir(this.runsDir, { recursive: true })
     await this.db.insertInto('instances').values({ id: this.instance }).execute()
+    // instances silent for a day are gone for good (their runs were taken over long since)
+    await this.db
+      .deleteFrom('instances')
+      .where('heartbeat_at', '<', sql<Date>`now() - interval '1 day'`)
+      .execute()
     // an embedded database belongs to one process (db/lock.ts): whoever ran runs before is gone
     await this.recover(this.config.databaseUrl === undefined)
     // partial results no unfinished run will finish (a crash before recovery took the row)
@@ -186,11 +191,6 @@ export class RunsService {
       await rm(this.tmpDir(id), { recursive: true, force: true })
     }
     if (stale.length) this.log.warn({ runs: stale.map((r) => r.id) }, 'runs of a stopped instance interrupted')
-    // instances silent for a long while are gone for good
-    await this.db
-      .deleteFrom('instances')
-      .where('heartbeat_at', '<', sql<Date>`now() - interval '1 day'`)
-      .execute()
   }
 
   /** Validates the request, records the run as `queued` and schedules it. */
@@ -228,8 +228,8 @@ export class RunsService {
     const { recipe: applied, used } = applyParams(recipe, body.params ?? {})
     await this.recipes.checked(ws, applied)
     const sample: Partial<Record<'left' | 'right', Table>> = {}
-    const tables = this.sources.engine(ws, body.scope_set ? scopeOwner(body.scope_set) : owner)
     if (mode === 'sample') {
+      const tables = this.sources.engine(ws, body.scope_set ? scopeOwner(body.scope_set) : owner)
       for (const side of ['left', 'right'] as const) {
         const loaded = tables.get(applied[side].source)
         if (!loaded)
