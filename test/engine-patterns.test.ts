@@ -586,7 +586,8 @@ t.test('the summary has counts and exact amounts per side and per pass, match ra
   t.ok(Object.values(s.timings).every((v) => typeof v === 'number' && v >= 0))
   t.ok(s.passes.every((p) => typeof p.ms === 'number' && p.ms >= 0))
   // the window pass has two bands: amount ±0.05 holds 2 pairs (L3-R4, L4-R5), the 2-day window 1
-  // (L3-R4), so it ran on the window; L4 has no record in its window, nor R5 in anyone's
+  // (L3-R4), so it ran on the window; its evidence is taken within the first band written
+  // (amount), whichever ran: L4 and R5 are each other's nearest miss, outside the window
   t.same(s.passes[2].band, {
     column: 'r.date',
     estimated_pairs: 1,
@@ -597,14 +598,18 @@ t.test('the summary has counts and exact amounts per side and per pass, match ra
       { column: 'r.date', estimated_pairs: 1 },
     ],
   })
+  const window = { pass: 'window', conjunct: "r.date BETWEEN l.date AND l.date + INTERVAL '2 days'" }
   t.same(
     e.unmatchedLeft.map((u) => [u.record_key, u.closest_candidate, u.failed]),
-    [['L4', null, { pass: 'exact', conjunct: 'l.ref = r.ref AND l.amount = r.amount' }]],
+    [['L4', 'R5', window]],
   )
-  t.match(e.unmatchedLeft[0].reason, /window: r\.date BETWEEN l\.date AND l\.date \+ INTERVAL '2 days'\)$/)
+  t.equal(
+    e.unmatchedLeft[0].reason,
+    "closest candidate R5 failed r.date BETWEEN l.date AND l.date + INTERVAL '2 days' in pass window",
+  )
   t.same(
-    e.unmatchedRight.map((u) => [u.record_key, u.closest_candidate]),
-    [['R5', null]],
+    e.unmatchedRight.map((u) => [u.record_key, u.closest_candidate, u.failed]),
+    [['R5', 'L4', window]],
   )
 })
 

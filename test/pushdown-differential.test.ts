@@ -86,6 +86,13 @@ const recipe = {
   ],
 }
 
+interface Unmatched {
+  record_key: string
+  closest_candidate: string | null
+  failed: { pass: string; conjunct: string } | null
+  tied_with: string | null
+}
+
 async function everything(app: FastifyInstance, id: string) {
   const get = async (url: string) => {
     const items = []
@@ -101,8 +108,11 @@ async function everything(app: FastifyInstance, id: string) {
     (m: { pass: string; left_keys: string[]; right_keys: string[]; ambiguous: boolean; deltas: { amount: string } }) =>
       `${m.pass} ${m.left_keys.join('+')}|${m.right_keys.join('+')}${m.ambiguous ? ' ambiguous' : ''} ${m.deltas.amount}`,
   )
-  const left = (await get(`/api/runs/${id}/unmatched/left`)).map((u: { record_key: string }) => u.record_key)
-  const right = (await get(`/api/runs/${id}/unmatched/right`)).map((u: { record_key: string }) => u.record_key)
+  // an unmatched record with its evidence: the closest candidate, the pass and the conjunct it failed
+  const unmatched = (u: Unmatched) =>
+    `${u.record_key} ~ ${u.closest_candidate ?? '-'}${u.failed ? ` ${u.failed.pass}: ${u.failed.conjunct}` : ''}${u.tied_with ? ` tied ${u.tied_with}` : ''}`
+  const left = (await get(`/api/runs/${id}/unmatched/left`)).map(unmatched)
+  const right = (await get(`/api/runs/${id}/unmatched/right`)).map(unmatched)
   return { matches: matches.sort(), left: left.sort(), right: right.sort() }
 }
 
@@ -382,3 +392,73 @@ t.test('prefer resolves the same ties in both engines, and both report the assig
     'some record was passed over',
   )
 })
+
+t.test(
+  'both engines explain a record with 40 candidates alike: every candidate counts, ties go to the lowest record',
+  async (t) => {
+    const db = await testDatabase(t)
+    const { app } = await testApp(t)
+    await db.query('CREATE TABLE bank_w (txn_id text PRIMARY KEY, ref text, amount numeric(12,2), day date)')
+    await db.query('CREATE TABLE invoices_w (invoice_id text PRIMARY KEY, ref text, total numeric(12,2), day date)')
+    for (const [alias, table] of [
+      ['bank_w', 'bank_w'],
+      ['invoices_w', 'invoices_w'],
+    ]) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/sources',
+        payload: { alias, type: 'postgres', connection_string: db.url, schema: db.schema, table },
+      })
+      t.equal(res.statusCode, 201, res.body)
+    }
+    // T1 shares its ref with 40 invoices: the first 34 fail two conjuncts, I034 and I035 only the
+    // date (a tie: I034 is the lower record), the rest two again. T2 has no ref partner: the band
+    // pass explains it within its first band (the day window), though the join runs on the
+    // narrower amount band; I040 and I041 are in the window and fail only the amount.
+    await db.query(`INSERT INTO bank_w VALUES ('T1', 'K', 100.00, '2024-06-01'), ('T2', 'Z', 777.77, '2024-06-10')`)
+    for (let n = 0; n < 40; n++) {
+      const near = n === 34 || n === 35
+      await db.query('INSERT INTO invoices_w VALUES ($1, $2, $3, $4)', [
+        `I${String(n).padStart(3, '0')}`,
+        'K',
+        near ? '100.00' : '50.00',
+        near ? '2024-06-20' : '2024-07-30',
+      ])
+    }
+    await db.query(
+      `INSERT INTO invoices_w VALUES ('I040', 'Y', 700.00, '2024-06-12'), ('I041', 'Y', 701.00, '2024-06-11'), ('I042', 'Y', 777.77, '2024-09-01')`,
+    )
+    const recipe = {
+      name: 'wide',
+      left: { source: 'bank_w', key: ['txn_id'] },
+      right: { source: 'invoices_w', key: ['invoice_id'] },
+      passes: [
+        {
+          name: 'keyed',
+          pattern: '1:1',
+          when: "l.ref = r.ref AND ABS(l.amount - r.total) <= 0.01 AND r.day BETWEEN l.day AND l.day + INTERVAL '2 days'",
+        },
+        {
+          name: 'window',
+          pattern: '1:1',
+          when: "r.day BETWEEN l.day - INTERVAL '5 days' AND l.day + INTERVAL '5 days' AND ABS(l.amount - r.total) <= 0.01",
+        },
+      ],
+    }
+    const results = []
+    for (const engine of ['memory', 'postgres']) {
+      const started = await app.inject({ method: 'POST', url: '/api/runs', payload: { recipe, engine } })
+      t.equal(started.statusCode, 202, started.body)
+      const run = await waitForRun(app, started.json().id)
+      t.equal(run.status, 'completed', `${engine}: ${JSON.stringify(run.error)}`)
+      results.push(await everything(app, run.id))
+    }
+    const [memory, postgres] = results
+    t.same(memory.left, [
+      "T1 ~ I034 keyed: r.day BETWEEN l.day AND l.day + INTERVAL '2 days'",
+      'T2 ~ I040 window: ABS(l.amount - r.total) <= 0.01',
+    ])
+    t.same(postgres.left, memory.left, 'the PostgreSQL engine gives the same closest candidates and failed conjuncts')
+    t.same(postgres.right, memory.right)
+  },
+)

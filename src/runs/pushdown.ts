@@ -24,6 +24,7 @@ import { resolveConditions } from '../engine/load/filter.js'
 import { PairList } from '../engine/match/join.js'
 import { notePassedOver } from '../engine/explain/nearmiss.js'
 import { type PassEvidence, type PreparedPass, assignmentColumns, preparePass, runPass } from '../engine/match/pass.js'
+import { COSTLY } from '../engine/plan/cost.js'
 import { firstClosedBand, planPass } from '../engine/plan/plan.js'
 import {
   assembleResult,
@@ -280,9 +281,11 @@ async function markTaken(client: pg.Client, side: 'l' | 'r', before: Uint8Array,
 }
 
 /**
- * For each unmatched record, the nearest miss over the passes: among the other side's records
- * sharing a pass's join, the one passing most of its conjuncts (ties: the lowest record number),
- * and the first conjunct it failed.
+ * For each unmatched record, the nearest miss over the passes, exactly as the in-process engine
+ * finds it (engine/match/hashpass.ts `rank`, engine/explain/nearmiss.ts): among the other side's
+ * records sharing a pass's keys (or within its first band written with both bounds), the one of
+ * lowest rank — fewest failed conjuncts, a pair failing a cheap one counting every costly one as
+ * failed — the lowest record number on a tie, and the first conjunct that counts as failed.
  */
 async function nearMisses(
   client: pg.Client,
@@ -317,19 +320,28 @@ async function nearMisses(
     const joinOn = p.plan.keys.length
       ? p.plan.keys.map((k) => `(${texts[k.conjunct]})`)
       : conjuncts.filter((c) => firstClosedBand(p.plan)!.texts.includes(c.text)).map((c) => `(${texts[c.index]})`)
-    const passed = tests.map((t) => `(CASE WHEN ${t} THEN 1 ELSE 0 END)`).join(' + ')
-    const firstFailed = `CASE ${tests.map((t, i) => `WHEN NOT ${t} THEN ${i}`).join(' ')} ELSE -1 END`
-    const res = await client.query<{ own: number; cand: number; passed: number; failed: number }>(
-      `SELECT DISTINCT ON (o.${RID}) o.${RID} AS own, x.${RID} AS cand, ${passed} AS passed, ${firstFailed} AS failed
+    // the key equalities hold for every pair the join gives: only the other conjuncts count
+    const keyed = new Set(p.plan.keys.map((k) => k.conjunct))
+    const checked = conjuncts.filter((c) => !keyed.has(c.index))
+    const cheap = checked.filter((c) => c.cost < COSTLY)
+    const costly = checked.filter((c) => c.cost >= COSTLY)
+    const failures = (list: typeof conjuncts) =>
+      list.length ? list.map((c) => `(CASE WHEN ${tests[c.index]} THEN 0 ELSE 1 END)`).join(' + ') : '0'
+    const rank = `CASE WHEN ${failures(cheap)} > 0 THEN ${failures(cheap)} + ${costly.length} ELSE ${failures(costly)} END`
+    const firstFailed = checked.length
+      ? `CASE ${[...cheap, ...costly].map((c) => `WHEN NOT ${tests[c.index]} THEN ${c.index}`).join(' ')} ELSE -1 END`
+      : '-1'
+    const res = await client.query<{ own: number; cand: number; rank: number; failed: number }>(
+      `SELECT DISTINCT ON (o.${RID}) o.${RID} AS own, x.${RID} AS cand, ${rank} AS rank, ${firstFailed} AS failed
          FROM ${TEMP[side]} o JOIN ${TEMP[other]} x ON ${joinOn.join(' AND ')}
         WHERE o.${FREE}
-        ORDER BY o.${RID}, passed DESC, x.${RID}`,
+        ORDER BY o.${RID}, rank, x.${RID}`,
       sql.params,
     )
     for (const r of res.rows) {
       const k = slot.get(Number(r.own))
       if (k === undefined) continue
-      const share = Number(r.passed) / conjuncts.length
+      const share = (conjuncts.length - Number(r.rank)) / conjuncts.length
       if (share <= best[k]) continue
       best[k] = share
       set.candidate[k] = Number(r.cand)

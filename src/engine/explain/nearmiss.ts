@@ -1,10 +1,12 @@
 // Why a record is unmatched: for each pass that ran, the other side's records that share its
-// join (its hash keys, or its band), checked conjunct by conjunct; the candidate passing the
-// largest share of a pass's conjuncts is the nearest miss, and the first conjunct it failed is
-// what rejected it. A candidate passing them all lost to a better-scored or tied pair, or to a
-// group whose sum did not fit. Hash passes record near misses during their join (hashpass.ts);
-// band passes are probed here, on the band they ran with, for the records still unmatched after
-// the last pass (bandpass.ts).
+// join (its hash keys, or its first band written with both bounds), checked conjunct by
+// conjunct; the candidate passing the largest share of a pass's conjuncts is the nearest miss
+// (the lowest record number on a tie; an earlier pass wins a tie of shares), and the first
+// conjunct it failed is what rejected it. A candidate passing them all lost to a better-scored
+// or tied pair, or to a group whose sum did not fit. Every candidate counts, none is capped, so
+// the PostgreSQL engine (runs/pushdown.ts) gives the same evidence. Hash passes record near
+// misses during their join (hashpass.ts); band passes are completed here for the records still
+// unmatched after the last pass (bandpass.ts).
 
 import type { Side } from '../../language/predicate.js'
 import type { UnmatchedSet } from './evidence.js'
@@ -67,7 +69,7 @@ export function explainUnmatched(
     } else if (p.band) {
       // the join's near misses, completed with the records it could not see
       const { pass, join } = p.band
-      merge(p.index, completeNearMisses(side, join, pass.checks, ownFree), null, null, null)
+      merge(p.index, completeNearMisses(side, pass, join, ownFree), null, null, null)
     }
   }
   const set = { rows, candidate, pass, conjunct, candidateTaken, tiedWith }

@@ -2,25 +2,32 @@
 // checked cheap conjuncts first, stopping at the first that fails; costly conjuncts (a
 // similarity()) only for the pairs that pass every cheap one.
 //
-// The nearest miss of a record the pass leaves unmatched (nearmiss.ts) is the pair failing the
-// fewest conjuncts, the first found on a tie, among
+// The nearest miss of a record the pass leaves unmatched (nearmiss.ts) is the pair of lowest
+// rank (hashpass.ts `rank`: fewest failed conjuncts, a pair failing a cheap one counting every
+// costly one as failed), the lowest record number on a tie, among the pairs of its
+// neighbourhood: those within the pass's first band written with both bounds (its conjuncts
+// hold), whichever band the join chose on the data. That depends on the recipe and the data
+// alone, so the PostgreSQL engine (runs/pushdown.ts) explains with the same pairs. Computed in
+// two parts:
 //   1. every pair of records free at the pass that passes its cheap conjuncts: the join checked
 //      their costly conjuncts anyway, so it keeps their nearest misses as it goes, and nothing is
 //      computed twice (a candidate, passing everything, is the nearest miss there can be);
-//   2. then the first 32 other pairs of its band (failing a cheap conjunct, or with a record
-//      taken before the pass), probed after the last pass for the unmatched records only, a
-//      pair's costly conjuncts checked only when it could become the nearest miss.
-// Most pairs a band visits fail a cheap conjunct, so asking for their exact count of failures
-// (as for every pair a hash key joins) would cost a similarity per pair for every record, while
-// only the unmatched ones need explaining: measured on 45,000 unkeyed transfers, the join's
-// 1.8M similarity checks would have doubled. Both parts depend only on the full masks, never on
-// the order of evaluation: test/check-order.test.ts holds them to the unordered evaluation.
+//   2. then every other pair of the neighbourhood (failing a cheap conjunct, or with a record
+//      taken before the pass), probed after the last pass for the unmatched records only; a
+//      pair's costly conjuncts are checked only when it passes every cheap one and could win.
+// Counting a costly conjunct only where every cheap one holds is what keeps part 2 cheap: an
+// exact count for every pair of the neighbourhood would cost a similarity per pair (measured on
+// 45,000 unkeyed transfers: 80 s instead of 14 s for the whole command). Both parts depend only
+// on the full masks, never on the order of evaluation: test/check-order.test.ts holds them to the
+// unordered evaluation.
 
 import { type BandEstimate, chooseBand } from './band-choice.js'
 import { COSTLY, conjunctCost } from '../plan/cost.js'
 import type { ConjunctChecks } from './checks.js'
-import { CANDIDATES_PER_RECORD, improves, keepNearest, type NearMisses, nearMisses, record } from './hashpass.js'
+import { improves, keepNearest, type NearMisses, nearMisses } from './hashpass.js'
 import { bandPairs, type CompiledBand } from './join.js'
+import { firstClosedBand } from '../plan/plan.js'
+import type { PreparedPass } from './pass.js'
 
 /** What a band pass reports: the band it used, its estimate and what it found. */
 export interface BandReport {
@@ -91,14 +98,28 @@ export function bandJoin(
   }
 }
 
+/** The band a band pass's evidence is taken within: the first written with both bounds (else the first). */
+export function explainedBand(pass: PreparedPass): { band: CompiledBand; mask: number } {
+  const band = firstClosedBand(pass.plan)!
+  const compiled = pass.bands[pass.plan.bands.indexOf(band)]
+  // the bits of the band's own conjuncts: a pair is in the neighbourhood when none of them fails
+  // (a float band errs wide, so its bounds alone would take in a pair the conjunct rejects)
+  let mask = 0
+  pass.checks.checked.forEach((index, bit) => {
+    if (band.texts.includes(pass.plan.conjuncts[index].text)) mask |= 1 << bit
+  })
+  return { band: compiled, mask }
+}
+
 /**
  * Completes the nearest misses of one side's unmatched records (`unmatched`: flags by row) after
- * the last pass with the pairs the join did not account for (see the top of this file).
+ * the last pass with the pairs of their neighbourhood the join did not account for (see the top
+ * of this file).
  */
 export function completeNearMisses(
   side: 'l' | 'r',
+  pass: PreparedPass,
   evidence: BandEvidence,
-  checks: ConjunctChecks,
   unmatched: Uint8Array,
 ): NearMisses {
   const near = side === 'l' ? evidence.near.left : evidence.near.right
@@ -107,19 +128,19 @@ export function completeNearMisses(
   if (ownRows.length === 0) return near
   const otherRows = new Int32Array(otherFree.length)
   for (let k = 0; k < otherRows.length; k++) otherRows[k] = k
-  const { cheapHolds, cheap, costly, lazy } = checks
-  // whether the unmatched record is the probe: then its search can end once it has its fill
-  const ownProbes = evidence.chosen.band.side !== side
+  const { cheapHolds, cheap, costly, lazy } = pass.checks
+  const { band, mask } = explainedBand(pass)
   const visit = (own: number, other: number, i: number, j: number): boolean => {
-    if (near.seen[own] >= CANDIDATES_PER_RECORD || near.missed[own] === 1) return !ownProbes
     if (otherFree[other] === 1 && cheapHolds(i, j)) return true // the join's part
     let failed = cheap(i, j)
-    if (costly !== null && (!lazy || improves(near, own, failed))) failed |= costly(i, j)
-    record(near, own, other, failed, checks)
+    if ((failed & mask) !== 0) return true // outside the band's own conjuncts
+    // costly conjuncts count only where every cheap one holds (hashpass.ts `rank`)
+    if (costly !== null && (!lazy || (failed === 0 && improves(near, own, other)))) failed |= costly(i, j)
+    keepNearest(near, own, other, failed, pass.checks)
     return true
   }
-  if (side === 'l') bandPairs(evidence.chosen, ownRows, otherRows, (i, j) => visit(i, j, i, j))
-  else bandPairs(evidence.chosen, otherRows, ownRows, (i, j) => visit(j, i, i, j))
+  if (side === 'l') bandPairs(band, ownRows, otherRows, (i, j) => visit(i, j, i, j))
+  else bandPairs(band, otherRows, ownRows, (i, j) => visit(j, i, i, j))
   return near
 }
 

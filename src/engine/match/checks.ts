@@ -36,6 +36,9 @@ export interface ConjunctChecks {
   checked: number[]
   /** Conjuncts of the pass, checked or not. */
   total: number
+  /** The bits of the costly conjuncts, and how many there are (a nearest miss's rank: hashpass.ts `rank`). */
+  costlyBits: number
+  costlyCount: number
   /**
    * The pass's `similarity()` (the one its score reads) as the last evaluation of `costly`
    * computed it: right after a check that found a pair to be a candidate, that pair's value. NaN
@@ -46,7 +49,17 @@ export interface ConjunctChecks {
 
 /** Checks of a pass whose candidates another engine finds: nothing to check here. */
 export function noChecks(total: number): ConjunctChecks {
-  return { cheapHolds: () => true, cheap: () => 0, costly: null, lazy: true, checked: [], total, kept: null }
+  return {
+    cheapHolds: () => true,
+    cheap: () => 0,
+    costly: null,
+    lazy: true,
+    checked: [],
+    total,
+    costlyBits: 0,
+    costlyCount: 0,
+    kept: null,
+  }
 }
 
 /** Compiles a pass's checks; `lazy` false evaluates everything, as written (see `lazy`). */
@@ -84,6 +97,8 @@ export function conjunctChecks(plan: PassPlan, compiler: ExprCompiler, lazy = tr
     lazy,
     checked: checked.slice(0, CONJUNCT_BITS + 1).map((c) => c.index),
     total,
+    costlyBits: costly.reduce((bits, c) => bits | bit.get(c.index)!, 0),
+    costlyCount: costly.length,
     kept: cell ? () => cell.v ?? Number.NaN : null,
   }
 }
