@@ -1,13 +1,15 @@
-// PostgreSQL table sources. Filters are pushed down as one parameterized WHERE clause rendered
-// from the engine's resolved conditions (src/engine/load/filter.ts), with casts that make PostgreSQL
-// compare exactly what the engine compares. Rows stream through a cursor in batches, as text,
-// straight into typed column builders: never the whole result as JS objects, never lossy numbers.
+// PostgreSQL table sources. Filters are pushed down as one WHERE clause rendered from the
+// engine's resolved conditions (src/engine/load/filter.ts), with casts that make PostgreSQL
+// compare exactly what the engine compares, and values only ever bound as parameters. Rows come
+// by COPY … TO STDOUT in its text format, decoded from the bytes straight into typed column
+// builders (copyRows): never the whole result as JS objects, never lossy numbers.
 
 import type { FastifyBaseLogger } from 'fastify'
 import pg from 'pg'
+import { to as copyTo } from 'pg-copy-streams'
 import Cursor from 'pg-cursor'
 import { Type } from 'typebox'
-import { columnBuilder, ValueTypeError } from '../src/engine/data/builder.js'
+import { type ColumnBuilder, columnBuilder, ValueTypeError } from '../src/engine/data/builder.js'
 import { type ResolvedCondition, resolveConditions } from '../src/engine/load/filter.js'
 import { nearestNames } from '../src/language/similarity.js'
 import type { Table } from '../src/engine/data/table.js'
@@ -28,8 +30,6 @@ export interface PostgresConnectorOptions {
   statementTimeoutMs: number
   poolMax: number
   log?: FastifyBaseLogger
-  /** Rows fetched per cursor read. */
-  batchSize?: number
 }
 
 const ConfigSchema = Type.Object(
@@ -62,7 +62,6 @@ export const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`
 export function postgresConnector(opts: PostgresConnectorOptions): SourceConnector<PostgresSourceConfig> {
   const pools = new Map<string, pg.Pool>()
   const catalogs = new Map<string, CatalogColumn[]>()
-  const batchSize = opts.batchSize ?? 10_000
 
   function pool(conn: string): pg.Pool {
     let p = pools.get(conn)
@@ -137,9 +136,14 @@ export function postgresConnector(opts: PostgresConnectorOptions): SourceConnect
    * The scoped query as parts: the rows' query and the count's are assembled from them, never by
    * cutting one SQL text at a keyword (a quoted column may contain " FROM ").
    */
-  function scopeQuery(config: PostgresSourceConfig, columns: CatalogColumn[], resolved: ResolvedCondition[]) {
+  function scopeQuery(
+    config: PostgresSourceConfig,
+    columns: CatalogColumn[],
+    resolved: ResolvedCondition[],
+    placeholder: Placeholder = bindParam,
+  ) {
     const params: unknown[] = []
-    const clauses = resolved.map((c) => condition(c, columns[c.index], params))
+    const clauses = resolved.map((c) => condition(c, columns[c.index], params, placeholder))
     const select = columns.map(selectExpr).join(', ')
     const from = `${quoteIdent(config.schema ?? 'public')}.${quoteIdent(config.table)}`
     const where = clauses.length ? ` WHERE ${clauses.join(' AND ')}` : ''
@@ -185,12 +189,14 @@ export function postgresConnector(opts: PostgresConnectorOptions): SourceConnect
       const resolved = resolveConditions(columns, conditions)
       const { native: query, countSql } = scopeQuery(config, columns, resolved)
       const limited = lo.limit !== undefined
-      const sql = limited ? `${query.sql} LIMIT ${Math.floor(lo.limit!)}` : query.sql!
+      const limit = limited ? ` LIMIT ${Math.floor(lo.limit!)}` : ''
       lo.signal?.throwIfAborted()
       const { table, total } = await withClient(config.connection_string, async (client) => {
         const stopCancel = cancelOnAbort(client, config.connection_string, lo.signal)
         try {
-          const table = await streamRows(client, sql, query.params ?? [], columns, batchSize, lo.signal)
+          // the rows by COPY, its filter values bound as settings read back (copyRows)
+          const copied = scopeQuery(config, columns, resolved, settingParam)
+          const table = await copyRows(client, `${copied.native.sql}${limit}`, query.params ?? [], columns, lo.signal)
           let total = table.length
           if (limited && table.length === lo.limit) {
             const res = await client.query({
@@ -288,8 +294,17 @@ export function selectExpr(c: CatalogColumn): string {
 
 const OPS: Record<string, string> = { eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' }
 
+/** How the n-th (1-based) bound value is written in the SQL: `$n`, or a setting read back (copySql). */
+export type Placeholder = (n: number) => string
+const bindParam: Placeholder = (n) => `$${n}`
+
 /** One condition as SQL; values go to `params`, never into the text. */
-export function condition(c: ResolvedCondition, col: CatalogColumn, params: unknown[]): string {
+export function condition(
+  c: ResolvedCondition,
+  col: CatalogColumn,
+  params: unknown[],
+  placeholder: Placeholder = bindParam,
+): string {
   const isString = col.type === 'string'
   // Text types compare in place (indexes stay usable); other types shown as strings (uuid,
   // json, …) compare as their text, which is what the engine holds.
@@ -311,7 +326,7 @@ export function condition(c: ResolvedCondition, col: CatalogColumn, params: unkn
               : 'boolean'
   const param = (text: string) => {
     params.push(text)
-    return `$${params.length}::${cast}`
+    return `${placeholder(params.length)}::${cast}`
   }
   const v = c.values.map((x) => x.text)
   switch (c.op) {
@@ -323,6 +338,129 @@ export function condition(c: ResolvedCondition, col: CatalogColumn, params: unkn
       return `${lhs} LIKE ${param(v[0])}`
     default:
       return `${lhs} ${OPS[c.op]} ${param(v[0])}`
+  }
+}
+
+/** A bound value as COPY can take it: a setting of the transaction (copyRows), cast where it is used. */
+export const settingParam: Placeholder = (n) => `current_setting('concord.p${n}')`
+
+/**
+ * The rows of `sql` by `COPY (…) TO STDOUT`, decoded from its text format straight into the typed
+ * builders: about 3× faster than a cursor, whose driver makes every field of every row a string
+ * in an array first (bench:pg). COPY takes no bind parameters, so `sql` reads its values with
+ * `current_setting()` (settingParam) and they are bound, as parameters, to `set_config()` in the
+ * same transaction: a value never becomes SQL text.
+ */
+export async function copyRows(
+  client: pg.ClientBase,
+  sql: string,
+  params: unknown[],
+  columns: CatalogColumn[],
+  signal?: AbortSignal,
+): Promise<Table> {
+  // exact: a database's 'b2 ' and '' are values, not text to tidy up
+  const builders = columns.map((c) => columnBuilder(c, 4096, true))
+  await client.query('BEGIN READ ONLY')
+  try {
+    if (params.length)
+      await client.query(
+        `SELECT ${params.map((_, i) => `set_config('concord.p${i + 1}', $${i + 1}, true)`).join(', ')}`,
+        params,
+      )
+    const decoder = new CopyTextDecoder(builders)
+    const stream = client.query(copyTo(`COPY (${sql}) TO STDOUT`))
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      signal?.throwIfAborted()
+      decoder.push(chunk)
+    }
+    decoder.end()
+    await client.query('COMMIT')
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw dataError(err)
+  }
+  return tableOf(columns, builders)
+}
+
+const TAB = 0x09
+const LF = 0x0a
+const BACKSLASH = 0x5c
+const UNESCAPE: Record<string, string> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v' }
+
+/**
+ * COPY's text format: a row per line, fields split by tabs, NULL as \N, and a backslash before
+ * a backslash, tab, newline, carriage return, backspace, form feed or vertical tab (COPY TO
+ * writes no octal or hex escapes). A row may be split across chunks.
+ */
+class CopyTextDecoder {
+  private rest: Buffer | null = null
+
+  constructor(private readonly builders: ColumnBuilder[]) {}
+
+  push(chunk: Buffer): void {
+    const buf = this.rest ? Buffer.concat([this.rest, chunk]) : chunk
+    let start = 0
+    for (let nl = buf.indexOf(LF, start); nl >= 0; nl = buf.indexOf(LF, start)) {
+      this.row(buf, start, nl)
+      start = nl + 1
+    }
+    this.rest = start < buf.length ? Buffer.from(buf.subarray(start)) : null
+  }
+
+  end(): void {
+    if (this.rest) throw new Error('COPY ended inside a row')
+  }
+
+  private row(buf: Buffer, s: number, e: number): void {
+    const builders = this.builders
+    let c = 0
+    let f = s
+    let escaped = false
+    for (let i = s; i <= e; i++) {
+      const b = i === e ? TAB : buf[i]
+      if (b === BACKSLASH) {
+        escaped = true
+        i++ // the escaped byte is never a separator
+      } else if (b === TAB) {
+        if (c >= builders.length) throw new Error('COPY sent more fields than columns')
+        if (escaped) builders[c++].append(field(buf, f, i))
+        else builders[c++].appendBytes(buf, f, i)
+        f = i + 1
+        escaped = false
+      }
+    }
+    if (c !== builders.length) throw new Error('COPY sent fewer fields than columns')
+  }
+}
+
+/** A field holding a backslash: \N (NULL) or text with escapes. */
+function field(buf: Buffer, s: number, e: number): string | null {
+  if (e - s === 2 && buf[s + 1] === 0x4e) return null // \N
+  return buf.toString('utf8', s, e).replace(/\\(.)/g, (_, x: string) => UNESCAPE[x] ?? x)
+}
+
+function dataError(err: unknown): unknown {
+  if (err instanceof ValueTypeError)
+    return new ConcordError(
+      'source_data_error',
+      `the source sent a value Concord cannot hold exactly: ${err.message}`,
+      502,
+      'cast the column to text in a view',
+    )
+  return err
+}
+
+function tableOf(columns: CatalogColumn[], builders: ColumnBuilder[]): Table {
+  const data = builders.map((b) => b.finish())
+  return {
+    columns: columns.map((c, i) => ({
+      name: c.name,
+      type: c.type,
+      nullable: c.nullable || data[i].valid !== null,
+      ...(data[i].type === 'decimal' ? { scale: (data[i] as { scale: number }).scale } : {}),
+    })),
+    data,
+    length: data[0]?.length ?? 0,
   }
 }
 
@@ -348,29 +486,11 @@ export async function streamRows(
       }
     }
   } catch (err) {
-    if (err instanceof ValueTypeError) {
-      throw new ConcordError(
-        'source_data_error',
-        `the source sent a value Concord cannot hold exactly: ${err.message}`,
-        502,
-        'cast the column to text in a view',
-      )
-    }
-    throw err
+    throw dataError(err)
   } finally {
     await cursor.close().catch(() => {})
   }
-  const data = builders.map((b) => b.finish())
-  return {
-    columns: columns.map((c, i) => ({
-      name: c.name,
-      type: c.type,
-      nullable: c.nullable || data[i].valid !== null,
-      ...(data[i].type === 'decimal' ? { scale: (data[i] as { scale: number }).scale } : {}),
-    })),
-    data,
-    length: data[0]?.length ?? 0,
-  }
+  return tableOf(columns, builders)
 }
 
 /** Cancels the running statement through a separate connection when the signal aborts. */

@@ -1,6 +1,7 @@
 // The PostgreSQL connector against a real server: catalog types, the pushed-down WHERE,
 // streaming into exact columns, limits, errors, injection attempts and cancellation.
 
+import { createHash } from 'node:crypto'
 import t from 'tap'
 import { postgresConnector } from '../connectors/postgres.js'
 import { rowsAsJson } from '../src/engine/data/table.js'
@@ -111,6 +112,67 @@ t.test('postgres connector', async (t) => {
     t.same(await ids([{ column: 'uid', op: 'eq', value: 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11' }]), [1])
   })
 
+  t.test('rows come by COPY: every value as stored, whatever the text format escapes', async (t) => {
+    await db.query('CREATE TABLE escapes (id int, txt text, n numeric(6,2), big int8, d date)')
+    const texts = ['tab\there', 'line\nbreak', 'cr\rlf', 'back\\slash', '\\N', '', ' padded ', 'é ✓ 🧾', 'a\\tb']
+    for (const [i, text] of texts.entries())
+      await db.query('INSERT INTO escapes VALUES ($1, $2, $3, $4, $5)', [
+        i,
+        text,
+        i % 2 ? '-0.00' : '-12.5',
+        i,
+        '2024-02-29',
+      ])
+    await db.query(`INSERT INTO escapes VALUES (99, NULL, NULL, NULL, NULL)`)
+    const cfg = await connector.prepare({ connection_string: db.url, schema: db.schema, table: 'escapes' })
+    const src = { alias: 'escapes', type: 'postgres', config: cfg }
+    const rows = rowsAsJson((await connector.registerScoped(new EngineContext(), 'escapes', src, [])).table)
+    t.same(
+      rows.map((r) => r.txt),
+      [...texts, null],
+      "tabs, newlines, backslashes, a literal \\N, '' and NULL all kept apart",
+    )
+    t.same(
+      rows.map((r) => [r.n, r.d]),
+      [...texts.map((_, i) => [i % 2 ? '0.00' : '-12.50', '2024-02-29']), [null, null]],
+    )
+    // a filter value with quotes and backslashes is bound, through the transaction's settings
+    const only = await connector.registerScoped(new EngineContext(), 'escapes', src, [
+      { column: 'txt', op: 'in', value: ['back\\slash', "'; DROP TABLE escapes; --", 'tab\there'] },
+    ])
+    t.same(
+      rowsAsJson(only.table).map((r) => r.id),
+      [0, 3],
+    )
+    await db.query(`INSERT INTO escapes VALUES (100, 'x', 1, 9007199254740993, '2024-01-01')`)
+    await t.rejects(connector.registerScoped(new EngineContext(), 'escapes', src, []), {
+      code: 'source_data_error',
+      message: /9007199254740993/,
+    })
+  })
+
+  t.test('a scope larger than a COPY chunk arrives whole, rows cut between chunks put together', async (t) => {
+    await db.query(
+      `CREATE TABLE wide AS SELECT i AS id, repeat(md5(i::text), 1 + i % 7) AS txt, (i * 0.01)::numeric(12,2) AS amount
+         FROM generate_series(1, 30000) AS i`,
+    )
+    const cfg = await connector.prepare({ connection_string: db.url, schema: db.schema, table: 'wide' })
+    const scoped = await connector.registerScoped(
+      new EngineContext(),
+      'wide',
+      { alias: 'wide', type: 'postgres', config: cfg },
+      [{ column: 'id', op: 'gt', value: 10 }],
+    )
+    t.equal(scoped.table.length, 29990)
+    const digest = await db.query(
+      `SELECT md5(string_agg(id || ',' || txt || ',' || amount, ';' ORDER BY id)) AS h FROM wide WHERE id > 10`,
+    )
+    const ours = rowsAsJson(scoped.table)
+      .map((r) => `${r.id},${r.txt},${r.amount}`)
+      .join(';')
+    t.equal(createHash('md5').update(ours).digest('hex'), digest.rows[0].h)
+  })
+
   t.test('limit keeps the count of everything in scope', async (t) => {
     const { scoped } = await load([{ column: 'id', op: 'gte', value: 1 }], 2)
     t.equal(scoped.table.length, 2)
@@ -190,14 +252,15 @@ t.test('postgres connector', async (t) => {
     async (t) => {
       await db.query('CREATE TABLE closing_probe (id int)')
       const own = postgresConnector({ statementTimeoutMs: 30_000, poolMax: 2 })
-      const config = await own.prepare({ connection_string: db.url, schema: db.schema, table: 'closing_probe' })
+      // the connector's connections carry their own application_name: only they are counted
+      const url = `${db.url}${db.url.includes('?') ? '&' : '?'}application_name=closing_probe`
+      const config = await own.prepare({ connection_string: url, schema: db.schema, table: 'closing_probe' })
       await own.registerScoped(new EngineContext(), 'probe', { alias: 'probe', type: 'postgres', config }, [])
-      // idle connections show the last query they ran: only this connector read closing_probe
       const open = async () =>
         (
           await db.query(
-            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query LIKE '%' || $1 || '%'`,
-            [`"${db.schema}"."closing_probe"`],
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND application_name = $1`,
+            ['closing_probe'],
           )
         ).rows[0].n as number
       t.ok((await open()) > 0, 'the load left pooled connections open')

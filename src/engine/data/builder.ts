@@ -3,6 +3,7 @@
 
 import type { Column } from './column.js'
 import type { ColumnInfo } from './types.js'
+import { dateAt, NOT_A_DATE } from '../load/csv/bytes.js'
 import {
   formatDate,
   formatDecimal,
@@ -33,6 +34,12 @@ export interface ColumnBuilder {
   readonly length: number
   /** Appends a value; null, undefined and empty/blank text are NULL. */
   append(v: unknown): void
+  /**
+   * Appends the UTF-8 text at buf[s, e), as `append` takes text: for a loader holding bytes
+   * (COPY from PostgreSQL). Plain strings, numbers and ISO dates are read from the bytes
+   * without a JS string in between; anything else goes through `append`.
+   */
+  appendBytes(buf: Buffer, s: number, e: number): void
   finish(): Column
 }
 
@@ -58,6 +65,18 @@ abstract class BaseBuilder {
   }
 
   protected abstract growValues(capacity: number): void
+
+  abstract append(v: unknown): void
+
+  appendBytes(buf: Buffer, s: number, e: number): void {
+    this.append(buf.toString('utf8', s, e))
+  }
+
+  /** Makes room for one present value; the caller writes it and counts it. */
+  protected present(): void {
+    if (this.length === this.capacity) this.grow()
+    this.valid[this.length] = 1
+  }
 
   /** Returns the text to convert, or null after recording a NULL. */
   protected begin(v: unknown): unknown {
@@ -111,6 +130,20 @@ class StringBuilder extends BaseBuilder implements ColumnBuilder {
     }
     this.offsets[this.length] = this.size
   }
+  override appendBytes(buf: Buffer, s: number, e: number): void {
+    // text from files is trimmed and '' is NULL: that is append's to decide
+    if (!this.exact) return super.appendBytes(buf, s, e)
+    this.present()
+    const n = e - s
+    if (this.size + n > this.data.length) {
+      const d = new Uint8Array(Math.max(this.data.length * 2, this.size + n))
+      d.set(this.data.subarray(0, this.size))
+      this.data = d
+    }
+    buf.copy(this.data, this.size, s, e)
+    this.size += n
+    this.offsets[++this.length] = this.size
+  }
   finish(): Column {
     return {
       type: 'string',
@@ -142,6 +175,12 @@ class IntegerBuilder extends Float64Builder implements ColumnBuilder {
     const n = typeof v === 'number' ? v : typeof v === 'bigint' || typeof v === 'string' ? Number(v) : Number.NaN
     if (!Number.isSafeInteger(n) || (typeof v === 'string' && !/^[+-]?\d+$/.test(v))) this.fail(v)
     this.values[this.length++] = n
+  }
+  override appendBytes(buf: Buffer, s: number, e: number): void {
+    const n = plainNumber(buf, s, e, false)
+    if (n === null || n.fracDigits !== 0) return super.appendBytes(buf, s, e)
+    this.present()
+    this.values[this.length++] = n.units
   }
   finish(): Column {
     return { type: 'integer', length: this.length, valid: this.validity(), values: this.values.slice(0, this.length) }
@@ -202,6 +241,15 @@ class DecimalBuilder extends Float64Builder implements ColumnBuilder {
     if (!Number.isSafeInteger(units)) this.fail(v)
     this.values[this.length++] = units
   }
+  override appendBytes(buf: Buffer, s: number, e: number): void {
+    const n = plainNumber(buf, s, e, true)
+    // more decimals than the column's scale: append rescales (or refuses) as for any text
+    if (n === null || n.fracDigits > this.scale) return super.appendBytes(buf, s, e)
+    const units = n.units * POW10[this.scale - n.fracDigits]
+    if (!Number.isSafeInteger(units)) return super.appendBytes(buf, s, e)
+    this.present()
+    this.values[this.length++] = units
+  }
   finish(): Column {
     return {
       type: 'decimal',
@@ -229,6 +277,12 @@ class DateBuilder extends BaseBuilder implements ColumnBuilder {
     if (v === null) return
     const days = typeof v === 'string' ? parseDate(v) : null
     if (days === null) this.fail(v)
+    this.values[this.length++] = days
+  }
+  override appendBytes(buf: Buffer, s: number, e: number): void {
+    const days = e - s === 10 ? dateAt(buf, s) : NOT_A_DATE
+    if (days === NOT_A_DATE) return super.appendBytes(buf, s, e)
+    this.present()
     this.values[this.length++] = days
   }
   finish(): Column {
@@ -259,6 +313,38 @@ class BooleanBuilder extends BaseBuilder implements ColumnBuilder {
   finish(): Column {
     return { type: 'boolean', length: this.length, valid: this.validity(), values: this.values.slice(0, this.length) }
   }
+}
+
+/**
+ * `-?digits(.digits)?` at buf[s, e) with at most 15 digits (so exact in a double) as units of
+ * its own decimals: 12.50 is { units: 1250, fracDigits: 2 }. Null for anything else.
+ */
+function plainNumber(
+  buf: Buffer,
+  s: number,
+  e: number,
+  point: boolean,
+): { units: number; fracDigits: number } | null {
+  let p = s
+  const negative = buf[p] === 0x2d
+  if (negative) p++
+  let units = 0
+  let digits = 0
+  let fracDigits = -1
+  for (; p < e; p++) {
+    const c = buf[p]
+    if (c === 0x2e && point && fracDigits < 0) {
+      fracDigits = 0
+      continue
+    }
+    const d = c - 0x30
+    if (d < 0 || d > 9) return null
+    units = units * 10 + d
+    digits++
+    if (fracDigits >= 0) fracDigits++
+  }
+  if (digits === 0 || digits > 15 || fracDigits === 0) return null
+  return { units: negative && units !== 0 ? -units : units, fracDigits: Math.max(fracDigits, 0) }
 }
 
 /**
