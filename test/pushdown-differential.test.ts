@@ -7,9 +7,9 @@
 
 import fc from 'fast-check'
 import type { FastifyInstance } from 'fastify'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { testApp } from './helpers/app.js'
-import { testDatabase } from './helpers/pg.js'
+import { type TestDatabase, testDatabase } from './helpers/pg.js'
 import { waitForRun } from './helpers/runs.js'
 
 const recArb = fc.record({
@@ -86,6 +86,31 @@ const recipe = {
   ],
 }
 
+/** Registers PostgreSQL tables of the test schema as sources, [alias, table] each. */
+async function registerTables(t: Test, app: FastifyInstance, db: TestDatabase, pairs: [string, string][]) {
+  for (const [alias, table] of pairs) {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/sources',
+      payload: { alias, type: 'postgres', connection_string: db.url, schema: db.schema, table },
+    })
+    t.equal(res.statusCode, 201, res.body)
+  }
+}
+
+/** Runs a recipe on both engines and returns the two completed runs (memory, postgres). */
+async function bothEngines(app: FastifyInstance, recipe: object) {
+  const runs = []
+  for (const engine of ['memory', 'postgres']) {
+    const started = await app.inject({ method: 'POST', url: '/api/runs', payload: { recipe, engine } })
+    if (started.statusCode !== 202) throw new Error(started.body)
+    const run = await waitForRun(app, started.json().id)
+    if (run.status !== 'completed') throw new Error(`${engine}: ${JSON.stringify(run.error)}`)
+    runs.push(run)
+  }
+  return runs
+}
+
 interface Unmatched {
   record_key: string
   closest_candidate: string | null
@@ -125,18 +150,10 @@ t.test('the PostgreSQL engine matches exactly what the in-process engine matches
   await db.query(
     'CREATE TABLE invoices (invoice_id text PRIMARY KEY, ref text, customer text NOT NULL, total numeric(12,2) NOT NULL, day date NOT NULL, at timestamptz NOT NULL)',
   )
-  const conn = db.url
-  for (const [alias, table] of [
+  await registerTables(t, app, db, [
     ['bank', 'bank'],
     ['invoices', 'invoices'],
-  ]) {
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/sources',
-      payload: { alias, type: 'postgres', connection_string: conn, schema: db.schema, table },
-    })
-    t.equal(res.statusCode, 201, res.body)
-  }
+  ])
   let compared = 0
   let matchedSomething = 0
   await fc.assert(
@@ -161,13 +178,8 @@ t.test('the PostgreSQL engine matches exactly what the in-process engine matches
           `${date(r.day)}T${String(r.hour).padStart(2, '0')}:30:00Z`,
         ])
       const results = []
-      for (const engine of ['memory', 'postgres']) {
-        const started = await app.inject({ method: 'POST', url: '/api/runs', payload: { recipe, engine } })
-        if (started.statusCode !== 202) throw new Error(started.body)
-        const run = await waitForRun(app, started.json().id)
-        if (run.status !== 'completed') throw new Error(`${engine}: ${JSON.stringify(run.error)}`)
+      for (const run of await bothEngines(app, recipe))
         results.push({ summary: run.summary, ...(await everything(app, run.id)) })
-      }
       const [memory, postgres] = results
       if (JSON.stringify(memory.matches) !== JSON.stringify(postgres.matches))
         throw new Error(
@@ -281,17 +293,10 @@ t.test('both engines agree on fixed seeds with ties, NULLs and amounts at the to
   await db.query(
     'CREATE TABLE invoices_e (invoice_id text PRIMARY KEY, ref text, customer text, total numeric(12,2), day date)',
   )
-  for (const [alias, table] of [
+  await registerTables(t, app, db, [
     ['bank_e', 'bank_e'],
     ['invoices_e', 'invoices_e'],
-  ]) {
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/sources',
-      payload: { alias, type: 'postgres', connection_string: db.url, schema: db.schema, table },
-    })
-    t.equal(res.statusCode, 201, res.body)
-  }
+  ])
   const date = (d: number | string | null) => `2024-05-${String(Number(d) + 1).padStart(2, '0')}`
   for (const seed of [1, 7, 2024]) {
     const { left, right } = edgeTables(seed)
@@ -301,13 +306,8 @@ t.test('both engines agree on fixed seeds with ties, NULLs and amounts at the to
     for (const r of right)
       await db.query('INSERT INTO invoices_e VALUES ($1, $2, $3, $4, $5)', [...r.slice(0, 4), date(r[4])])
     const results = []
-    for (const engine of ['memory', 'postgres']) {
-      const started = await app.inject({ method: 'POST', url: '/api/runs', payload: { recipe: edgeRecipe, engine } })
-      t.equal(started.statusCode, 202, started.body)
-      const run = await waitForRun(app, started.json().id)
-      t.equal(run.status, 'completed', `${engine}: ${JSON.stringify(run.error)}`)
+    for (const run of await bothEngines(app, edgeRecipe))
       results.push({ summary: run.summary, ...(await everything(app, run.id)) })
-    }
     const [memory, postgres] = results
     t.same(postgres.matches, memory.matches, `seed ${seed}: the same matches, pass by pass`)
     t.same([postgres.left, postgres.right], [memory.left, memory.right], `seed ${seed}: the same unmatched records`)
@@ -343,17 +343,10 @@ t.test('prefer resolves the same ties in both engines, and both report the assig
   await db.query(
     'CREATE TABLE invoices_p (invoice_id text PRIMARY KEY, ref text, customer text, total numeric(12,2), day date)',
   )
-  for (const [alias, table] of [
+  await registerTables(t, app, db, [
     ['bank_e', 'bank_p'],
     ['invoices_e', 'invoices_p'],
-  ]) {
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/sources',
-      payload: { alias, type: 'postgres', connection_string: db.url, schema: db.schema, table },
-    })
-    t.equal(res.statusCode, 201, res.body)
-  }
+  ])
   const date = (d: number | string | null) => `2024-05-${String(Number(d) + 1).padStart(2, '0')}`
   const { left, right } = edgeTables(7)
   for (const r of left) await db.query('INSERT INTO bank_p VALUES ($1, $2, $3, $4, $5)', [...r.slice(0, 4), date(r[4])])
@@ -364,11 +357,7 @@ t.test('prefer resolves the same ties in both engines, and both report the assig
     passes: edgeRecipe.passes.map((p) => ({ ...p, prefer: p.name === 'permille' ? 'earliest' : 'first_key' })),
   }
   const results = []
-  for (const engine of ['memory', 'postgres']) {
-    const started = await app.inject({ method: 'POST', url: '/api/runs', payload: { recipe, engine } })
-    t.equal(started.statusCode, 202, started.body)
-    const run = await waitForRun(app, started.json().id)
-    t.equal(run.status, 'completed', `${engine}: ${JSON.stringify(run.error)}`)
+  for (const run of await bothEngines(app, recipe)) {
     const unmatched = (side: string) =>
       app
         .inject({ method: 'GET', url: `/api/runs/${run.id}/unmatched/${side}?limit=1000` })
@@ -400,17 +389,10 @@ t.test(
     const { app } = await testApp(t)
     await db.query('CREATE TABLE bank_w (txn_id text PRIMARY KEY, ref text, amount numeric(12,2), day date)')
     await db.query('CREATE TABLE invoices_w (invoice_id text PRIMARY KEY, ref text, total numeric(12,2), day date)')
-    for (const [alias, table] of [
+    await registerTables(t, app, db, [
       ['bank_w', 'bank_w'],
       ['invoices_w', 'invoices_w'],
-    ]) {
-      const res = await app.inject({
-        method: 'POST',
-        url: '/api/sources',
-        payload: { alias, type: 'postgres', connection_string: db.url, schema: db.schema, table },
-      })
-      t.equal(res.statusCode, 201, res.body)
-    }
+    ])
     // T1 shares its ref with 40 invoices: the first 34 fail two conjuncts, I034 and I035 only the
     // date (a tie: I034 is the lower record), the rest two again. T2 has no ref partner: the band
     // pass explains it within its first band (the day window), though the join runs on the
@@ -446,13 +428,7 @@ t.test(
       ],
     }
     const results = []
-    for (const engine of ['memory', 'postgres']) {
-      const started = await app.inject({ method: 'POST', url: '/api/runs', payload: { recipe, engine } })
-      t.equal(started.statusCode, 202, started.body)
-      const run = await waitForRun(app, started.json().id)
-      t.equal(run.status, 'completed', `${engine}: ${JSON.stringify(run.error)}`)
-      results.push(await everything(app, run.id))
-    }
+    for (const run of await bothEngines(app, recipe)) results.push(await everything(app, run.id))
     const [memory, postgres] = results
     t.same(memory.left, [
       "T1 ~ I034 keyed: r.day BETWEEN l.day AND l.day + INTERVAL '2 days'",
