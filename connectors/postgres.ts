@@ -294,7 +294,7 @@ export function selectExpr(c: CatalogColumn): string {
 
 const OPS: Record<string, string> = { eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' }
 
-/** How the n-th (1-based) bound value is written in the SQL: `$n`, or a setting read back (copySql). */
+/** How the n-th (1-based) bound value is written in the SQL: `$n`, or a setting read back (settingParam). */
 export type Placeholder = (n: number) => string
 const bindParam: Placeholder = (n) => `$${n}`
 

@@ -11,17 +11,7 @@ import { loopGauge } from '../src/pressure.js'
 import { freshDatabase, testApp } from './helpers/app.js'
 import { fakeAnthropic, toolCalls } from './helpers/fake-anthropic.js'
 import { waitForRun } from './helpers/runs.js'
-
-const files = {
-  'bank.csv': 'txn_id,ref,amount\nT1,R1,10.00\nT2,R2,20.00\n',
-  'inv.csv': 'id,ref,total\nI1,R1,10.00\nI2,R2,20.00\n',
-}
-const recipe = {
-  name: 'r',
-  left: { source: 'bank', key: ['txn_id'] },
-  right: { source: 'inv', key: ['id'] },
-  passes: [{ name: 'p', pattern: '1:1', when: 'l.ref = r.ref AND l.amount = r.total' }],
-}
+import { tinyFiles as files, tinyRecipe as recipe } from './helpers/tiny.js'
 
 t.test('metrics and logs: request latency, runs, agent events by reason; request and run ids', async (t) => {
   const logs: Record<string, unknown>[] = []

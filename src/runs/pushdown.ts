@@ -21,10 +21,10 @@ import {
 } from '../../connectors/postgres.js'
 import { emptyUnmatched, MatchBuilder, type UnmatchedSet } from '../engine/explain/evidence.js'
 import { resolveConditions } from '../engine/load/filter.js'
+import { checkedConjuncts } from '../engine/match/checks.js'
 import { PairList } from '../engine/match/join.js'
 import { notePassedOver } from '../engine/explain/nearmiss.js'
 import { type PassEvidence, type PreparedPass, assignmentColumns, preparePass, runPass } from '../engine/match/pass.js'
-import { COSTLY } from '../engine/plan/cost.js'
 import { firstClosedBand, planPass } from '../engine/plan/plan.js'
 import {
   assembleResult,
@@ -321,10 +321,7 @@ async function nearMisses(
       ? p.plan.keys.map((k) => `(${texts[k.conjunct]})`)
       : conjuncts.filter((c) => firstClosedBand(p.plan)!.texts.includes(c.text)).map((c) => `(${texts[c.index]})`)
     // the key equalities hold for every pair the join gives: only the other conjuncts count
-    const keyed = new Set(p.plan.keys.map((k) => k.conjunct))
-    const checked = conjuncts.filter((c) => !keyed.has(c.index))
-    const cheap = checked.filter((c) => c.cost < COSTLY)
-    const costly = checked.filter((c) => c.cost >= COSTLY)
+    const { checked, cheap, costly } = checkedConjuncts(p.plan)
     const failures = (list: typeof conjuncts) =>
       list.length ? list.map((c) => `(CASE WHEN ${tests[c.index]} THEN 0 ELSE 1 END)`).join(' + ') : '0'
     const rank = `CASE WHEN ${failures(cheap)} > 0 THEN ${failures(cheap)} + ${costly.length} ELSE ${failures(costly)} END`

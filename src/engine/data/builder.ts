@@ -178,7 +178,7 @@ class IntegerBuilder extends Float64Builder implements ColumnBuilder {
   }
   override appendBytes(buf: Buffer, s: number, e: number): void {
     const n = plainNumber(buf, s, e, false)
-    if (n === null || n.fracDigits !== 0) return super.appendBytes(buf, s, e)
+    if (n === null) return super.appendBytes(buf, s, e)
     this.present()
     this.values[this.length++] = n.units
   }

@@ -62,16 +62,28 @@ export function noChecks(total: number): ConjunctChecks {
   }
 }
 
-/** Compiles a pass's checks; `lazy` false evaluates everything, as written (see `lazy`). */
-export function conjunctChecks(plan: PassPlan, compiler: ExprCompiler, lazy = true): ConjunctChecks {
+/**
+ * The conjuncts a pass checks per pair (not its key equalities, which hold for every pair its
+ * join gives), in the order written, and the same split by cost. The PostgreSQL engine ranks
+ * nearest misses with the same split (runs/pushdown.ts).
+ */
+export function checkedConjuncts(plan: PassPlan): { checked: Conjunct[]; cheap: Conjunct[]; costly: Conjunct[] } {
   const keyConjuncts = new Set(plan.keys.map((k) => k.conjunct))
   const checked = plan.conjuncts.filter((c) => !keyConjuncts.has(c.index))
+  return {
+    checked,
+    cheap: checked.filter((c) => c.cost < COSTLY),
+    costly: checked.filter((c) => c.cost >= COSTLY),
+  }
+}
+
+/** Compiles a pass's checks; `lazy` false evaluates everything, as written (see `lazy`). */
+export function conjunctChecks(plan: PassPlan, compiler: ExprCompiler, lazy = true): ConjunctChecks {
+  const { checked, cheap, costly } = checkedConjuncts(plan)
   const total = plan.conjuncts.length
   if (checked.length === 0) return noChecks(total)
 
   const call = plan.similarity?.call
-  const costly = checked.filter((c) => c.cost >= COSTLY)
-  const cheap = checked.filter((c) => c.cost < COSTLY)
   // a similarity() read back by the score must be one a costly conjunct computes
   const cell = lazy && call && costly.some((c) => contains(c.expr, call)) ? compiler.keep(call) : null
   const test = (c: Conjunct) => `${compiler.compile(c.expr).code} === true`

@@ -66,7 +66,7 @@ function bitCount(x: number): number {
  * pair failing a cheap conjunct counts every costly one as failed too. Costly conjuncts (a
  * similarity()) are thus only ever evaluated for a pair meeting every cheap one, which the join
  * does anyway: an exact count for every pair of a wide band would cost a similarity per pair (on
- * 45,000 unkeyed transfers, 80 s instead of 16 s: measured).
+ * 45,000 unkeyed transfers, the whole command took 80 s instead of 14 s: measured).
  */
 export function rank(failed: number, checks: ConjunctChecks): number {
   const cheap = failed & ~checks.costlyBits
