@@ -5,9 +5,7 @@
 // builders (copyRows): never the whole result as JS objects, never lossy numbers.
 
 import type { FastifyBaseLogger } from 'fastify'
-import pg from 'pg'
-import { to as copyTo } from 'pg-copy-streams'
-import Cursor from 'pg-cursor'
+import type pg from 'pg'
 import { Type } from 'typebox'
 import { type ColumnBuilder, columnBuilder, ValueTypeError } from '../src/engine/data/builder.js'
 import { type ResolvedCondition, resolveConditions } from '../src/engine/load/filter.js'
@@ -55,6 +53,29 @@ export interface CatalogColumn extends ColumnInfo {
 }
 
 // Every value arrives as the text PostgreSQL sent: the builders convert it exactly.
+/**
+ * The driver, loaded on first use: pg with its cursor and COPY streams is ~40 modules, and a
+ * `concord reconcile` on files (or a service without PostgreSQL sources) never connects.
+ */
+interface Driver {
+  pg: typeof import('pg').default
+  copyTo: typeof import('pg-copy-streams').to
+  Cursor: typeof import('pg-cursor')
+}
+let driver: Driver | undefined
+
+export async function loadDriver(): Promise<Driver> {
+  if (!driver) {
+    const [pgModule, copyStreams, cursor] = await Promise.all([
+      import('pg'),
+      import('pg-copy-streams'),
+      import('pg-cursor'),
+    ])
+    driver = { pg: pgModule.default, copyTo: copyStreams.to, Cursor: cursor.default as typeof import('pg-cursor') }
+  }
+  return driver
+}
+
 const TEXT_TYPES = { getTypeParser: () => (v: string) => v }
 
 export const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`
@@ -63,7 +84,8 @@ export function postgresConnector(opts: PostgresConnectorOptions): SourceConnect
   const pools = new Map<string, pg.Pool>()
   const catalogs = new Map<string, CatalogColumn[]>()
 
-  function pool(conn: string): pg.Pool {
+  async function pool(conn: string): Promise<pg.Pool> {
+    const { pg } = await loadDriver()
     let p = pools.get(conn)
     if (!p) {
       p = new pg.Pool({
@@ -85,7 +107,7 @@ export function postgresConnector(opts: PostgresConnectorOptions): SourceConnect
   async function withClient<T>(conn: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     let client: pg.PoolClient
     try {
-      client = await pool(conn).connect()
+      client = await (await pool(conn)).connect()
     } catch (err) {
       throw unreachable(err, conn)
     }
@@ -368,6 +390,7 @@ export async function copyRows(
         params,
       )
     const decoder = new CopyTextDecoder(builders)
+    const { copyTo } = await loadDriver()
     const stream = client.query(copyTo(`COPY (${sql}) TO STDOUT`))
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       signal?.throwIfAborted()
@@ -474,6 +497,7 @@ export async function streamRows(
 ): Promise<Table> {
   // exact: a database's 'b2 ' and '' are values, not text to tidy up
   const builders = columns.map((c) => columnBuilder(c, 4096, true))
+  const { Cursor } = await loadDriver()
   const cursor = client.query(new Cursor(sql, params, { rowMode: 'array', types: TEXT_TYPES }))
   try {
     for (;;) {
@@ -498,8 +522,9 @@ function cancelOnAbort(client: pg.PoolClient, conn: string, signal?: AbortSignal
   if (!signal) return () => {}
   const pid = (client as unknown as { processID?: number }).processID
   const onAbort = () => {
-    if (!pid) return
-    const killer = new pg.Client({ connectionString: conn, connectionTimeoutMillis: 5000 })
+    // the driver is loaded: `client` came from it
+    if (!pid || !driver) return
+    const killer = new driver.pg.Client({ connectionString: conn, connectionTimeoutMillis: 5000 })
     killer
       .connect()
       .then(() => killer.query('SELECT pg_cancel_backend($1)', [pid]))

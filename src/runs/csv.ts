@@ -11,6 +11,7 @@
 
 import { type Data, DataType, type Field, makeVector, type RecordBatch, type Schema, type Vector } from 'apache-arrow'
 import { describeUnmatched, matchWeights, type MatchWeights, type PassInfo } from '../engine/explain/evidence.js'
+import { isStringView } from '../engine/data/arrow.js'
 import { formatDate, formatTimestamp } from '../engine/data/values.js'
 import type { ResultSet } from './results.js'
 
@@ -253,6 +254,24 @@ function encodedValues(vector: Vector | undefined | null): Uint8Array[] {
   return out
 }
 
+/**
+ * A string column's bytes and offsets, and for a view (stringViewData) the rows
+ * it shows; null for other types. Reads value `i` at rows ? rows[i] : i.
+ */
+function stringsOf(data: Data): { offsets: Int32Array; bytes: Uint8Array; rows: Int32Array | null } | null {
+  if (DataType.isUtf8(data.type))
+    return { offsets: data.valueOffsets as Int32Array, bytes: data.values as Uint8Array, rows: null }
+  if (isStringView(data)) {
+    const values = data.dictionary!.data[0]
+    return {
+      offsets: values.valueOffsets as Int32Array,
+      bytes: values.values as Uint8Array,
+      rows: data.values as Int32Array,
+    }
+  }
+  return null
+}
+
 /** The cell writer for one column of a batch. */
 function cellOf(field: Field, data: Data): Cell {
   const valid = validity(data)
@@ -262,6 +281,11 @@ function cellOf(field: Field, data: Data): Cell {
     const offsets = data.valueOffsets as Int32Array
     const bytes = data.values as Uint8Array
     write = (s, i) => s.field(bytes, offsets[i], offsets[i + 1])
+  } else if (isStringView(data)) {
+    // rows of a loaded column (stringViewData): each written from the column's own bytes
+    const indices = data.values as Int32Array
+    const value = cellOf(field, data.dictionary!.data[0])
+    write = (s, i) => value(s, indices[i])
   } else if (DataType.isDictionary(type)) {
     const indices = data.values as Int32Array
     const values = encodedValues(data.dictionary)
@@ -295,21 +319,23 @@ function cellOf(field: Field, data: Data): Cell {
   } else if (DataType.isBool(type)) {
     const bit = bitReader(data.values as Uint8Array, data.offset)
     write = (s, i) => s.raw(bit(i) ? TRUE : FALSE)
-  } else if (DataType.isList(type) && DataType.isUtf8(data.children[0].type)) {
+  } else if (DataType.isList(type) && stringsOf(data.children[0])) {
     // a match's record keys, joined with ';'
     const starts = data.valueOffsets as Int32Array
-    const child = data.children[0]
-    const offsets = child.valueOffsets as Int32Array
-    const bytes = child.values as Uint8Array
+    const { offsets, bytes, rows } = stringsOf(data.children[0])!
     const scratch = new Sink()
     write = (s, i) => {
       const a = starts[i]
       const b = starts[i + 1]
-      if (b - a === 1) return s.field(bytes, offsets[a], offsets[a + 1])
+      if (b - a === 1) {
+        const r = rows ? rows[a] : a
+        return s.field(bytes, offsets[r], offsets[r + 1])
+      }
       scratch.at = 0
       for (let k = a; k < b; k++) {
         if (k > a) scratch.byte(SEMICOLON)
-        scratch.raw(bytes, offsets[k], offsets[k + 1])
+        const r = rows ? rows[k] : k
+        scratch.raw(bytes, offsets[r], offsets[r + 1])
       }
       const joined = scratch.bytes()
       s.field(joined, 0, joined.length)
@@ -387,9 +413,10 @@ function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): 
   const passNames = pass.dictionary
   const wasTaken = bitReader(taken.values as Uint8Array, taken.offset)
   const key = (d: Data) => {
-    const offsets = d.valueOffsets as Int32Array
-    const bytes = d.values as Uint8Array
-    return (i: number) => bytes.subarray(offsets[i], offsets[i + 1])
+    const { offsets, bytes, rows } = stringsOf(d)!
+    return rows
+      ? (i: number) => bytes.subarray(offsets[rows[i]], offsets[rows[i] + 1])
+      : (i: number) => bytes.subarray(offsets[i], offsets[i + 1])
   }
   const candidateKey = key(candidate)
   const tiedKey = tied ? key(tied) : () => new Uint8Array(0)

@@ -7,6 +7,7 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import {
+  type Data,
   Dictionary,
   Int32,
   makeData,
@@ -16,12 +17,19 @@ import {
   Utf8,
   type Vector,
 } from 'apache-arrow'
-import { arrowColumns, arrowData, numberListVector, stringColumn, stringListVector } from '../engine/data/arrow.js'
+import {
+  arrowColumns,
+  arrowData,
+  numberListVector,
+  stringColumn,
+  stringListVector,
+  stringViewData,
+} from '../engine/data/arrow.js'
 import type { StringColumn } from '../engine/data/column.js'
 import { takeColumn } from '../engine/data/column.js'
 import { type MatchSet, type PassInfo, recordKeyReader } from '../engine/explain/evidence.js'
 import type { RunResult } from '../engine/reconcile.js'
-import { takeRows, type Table } from '../engine/data/table.js'
+import type { Table } from '../engine/data/table.js'
 import { formatDecimal, POW10 } from '../engine/data/values.js'
 import { writeKeyIndex } from './key-index.js'
 
@@ -135,22 +143,6 @@ function waterfallVectors(m: RunResult['matches'], passes: PassInfo[]): Record<s
   }
 }
 
-/** The keys of `rows`, NULL where a row is -1 (most unmatched records tied with nothing). */
-function keysOrNull(keys: StringColumn, rows: Int32Array): StringColumn {
-  const n = rows.length
-  const offsets = new Int32Array(n + 1)
-  const valid = new Uint8Array(n)
-  for (let k = 0; k < n; k++) {
-    const row = rows[k]
-    valid[k] = row >= 0 ? 1 : 0
-    offsets[k + 1] = offsets[k] + (row >= 0 ? keys.offsets[row + 1] - keys.offsets[row] : 0)
-  }
-  const data = new Uint8Array(offsets[n])
-  for (let k = 0; k < n; k++)
-    if (rows[k] >= 0) data.set(keys.data.subarray(keys.offsets[rows[k]], keys.offsets[rows[k] + 1]), offsets[k])
-  return { type: 'string', length: n, valid, offsets, data }
-}
-
 export interface ResultsInput {
   result: RunResult
   leftKey: string[]
@@ -208,8 +200,7 @@ function matchesFlagged(m: MatchSet, flag: 0 | 1): { set: MatchSet; numbers: Int
 function matchesTable(
   { set: m, numbers }: { set: MatchSet; numbers: Int32Array },
   passes: PassInfo[],
-  leftKeys: StringColumn,
-  rightKeys: StringColumn,
+  keys: KeyRows,
 ): ArrowTable {
   const patterns = [...new Set(passes.map((p) => p.pattern))]
   const patternIndex = Int32Array.from(m.pass, (p) => patterns.indexOf(passes[p].pattern))
@@ -220,14 +211,47 @@ function matchesTable(
       m.pass,
     ),
     pattern: dictionaryVector(patterns, patternIndex),
-    left_keys: stringListVector(takeColumn(leftKeys, m.leftRows) as StringColumn, m.leftStart),
-    right_keys: stringListVector(takeColumn(rightKeys, m.rightRows) as StringColumn, m.rightStart),
+    left_keys: stringListVector(keys.left(m.leftRows), m.leftStart),
+    right_keys: stringListVector(keys.right(m.rightRows), m.rightStart),
     score: makeVector(arrowData({ type: 'float', length: m.count, valid: null, values: m.score })),
     amount_delta: amountVector(m.amountDelta, m.pass, passes),
     days_delta: float64Vector(m.daysDelta),
     ambiguous: boolVector(m.ambiguous),
     ...waterfallVectors(m, passes),
   })
+}
+
+/** Some rows of a side's key column (NULL where `valid` is 0), as Arrow data. */
+type KeyRows = Record<'left' | 'right', (rows: Int32Array, valid?: Uint8Array | null) => Data>
+
+/**
+ * Rows of a string column as Arrow data: gathered into a column of their own (what the stored files
+ * hold), or as `views` over the loaded column (what CSV is encoded from, see stringViewData).
+ */
+function stringRows(views: boolean) {
+  const cache = new WeakMap<StringColumn, Vector>()
+  return (col: StringColumn, rows: Int32Array, valid: Uint8Array | null = null): Data => {
+    if (views) return stringViewData(col, rows, valid, cache)
+    const taken = takeColumn(col, rows) as StringColumn
+    return arrowData(valid ? { ...taken, valid } : taken)
+  }
+}
+
+/** A side's record columns at `rows` (views of string columns, see stringRows). */
+function recordColumns(
+  table: Table,
+  rows: Int32Array,
+  prefix: string,
+  strings: ReturnType<typeof stringRows>,
+): Record<string, Vector> {
+  const out: Record<string, Vector> = {}
+  table.columns.forEach((info, c) => {
+    const col = table.data[c]
+    out[`${prefix}${info.name}`] = makeVector(
+      col.type === 'string' ? strings(col, rows, null) : arrowData(takeColumn(col, rows)),
+    )
+  })
+  return out
 }
 
 /** Rows per record batch in the files: an export or a worker reads one batch at a time. */
@@ -255,15 +279,22 @@ export async function writeArrowSet(dir: string, input: ResultsInput, set: Resul
 /**
  * The result sets of a completed run as Arrow tables in memory (all four unless `sets` names some):
  * what writeArrowSet stores, and what `concord reconcile --out` encodes as CSV without storing it
- * first.
+ * first. With `views`, string columns are Dictionary views over the loaded columns instead of
+ * copies: for encoding at once, not for storing (an Arrow file would carry every loaded value).
  */
 export function resultTables(
   { result, leftKey, rightKey, records }: ResultsInput,
   sets: readonly ResultSet[] = RESULT_SETS,
+  { views = false }: { views?: boolean } = {},
 ): Partial<Record<ResultSet, ArrowTable>> {
   const { left, right, matches: m, passes } = result
   const leftKeys = keyColumn(left, leftKey)
   const rightKeys = keyColumn(right, rightKey)
+  const strings = stringRows(views)
+  const keys: KeyRows = {
+    left: (rows, valid) => strings(leftKeys, rows, valid),
+    right: (rows, valid) => strings(rightKeys, rows, valid),
+  }
   const out: Partial<Record<ResultSet, ArrowTable>> = {}
 
   for (const [set, flag] of [
@@ -271,7 +302,7 @@ export function resultTables(
     ['ambiguous', 1],
   ] as const) {
     if (!sets.includes(set)) continue
-    const table = matchesTable(matchesFlagged(m, flag), passes, leftKeys, rightKeys)
+    const table = matchesTable(matchesFlagged(m, flag), passes, keys)
     // pages read the passes (probabilistic ones: the waterfalls' comparisons) from the file
     table.schema.metadata.set('concord.passes', JSON.stringify(passes))
     out[set] = table
@@ -285,7 +316,7 @@ export function resultTables(
     if (!sets.includes(`unmatched-${side}`)) continue
     const u = side === 'left' ? result.unmatchedLeft : result.unmatchedRight
     const own = side === 'left' ? left : right
-    const [ownKeys, otherKeys] = side === 'left' ? [leftKeys, rightKeys] : [rightKeys, leftKeys]
+    const [ownKeys, otherKeys] = side === 'left' ? [keys.left, keys.right] : [keys.right, keys.left]
     const n = u.rows.length
     const candidateRows = new Int32Array(n)
     const hasCandidate = new Uint8Array(n)
@@ -300,11 +331,16 @@ export function resultTables(
       hasConjunct[k] = found && u.conjunct[k] >= 0 ? 1 : 0
       conjunctIndex[k] = hasConjunct[k] ? conjunctBase[u.pass[k]] + u.conjunct[k] : 0
     }
-    const closest = takeColumn(otherKeys, candidateRows) as StringColumn
-    const tiedWith = keysOrNull(ownKeys, u.tiedWith)
+    // most unmatched records tied with nothing (-1): NULL there
+    const tied = new Uint8Array(n)
+    const tiedRows = new Int32Array(n)
+    for (let k = 0; k < n; k++) {
+      tied[k] = u.tiedWith[k] >= 0 ? 1 : 0
+      tiedRows[k] = Math.max(0, u.tiedWith[k])
+    }
     const unmatched = new ArrowTable({
-      record_key: makeVector(arrowData(takeColumn(ownKeys, u.rows))),
-      closest_candidate: makeVector(arrowData({ ...closest, valid: hasCandidate })),
+      record_key: makeVector(ownKeys(u.rows)),
+      closest_candidate: makeVector(otherKeys(candidateRows, hasCandidate)),
       failed_pass: dictionaryVector(
         passes.map((p) => p.name),
         passIndex,
@@ -312,8 +348,10 @@ export function resultTables(
       ),
       failed_conjunct: dictionaryVector(conjuncts, conjunctIndex, hasConjunct),
       candidate_taken: boolVector(Uint8Array.from(u.candidateTaken)),
-      tied_with: makeVector(arrowData(tiedWith)),
-      ...arrowColumns(records ? records[side] : takeRows(own, u.rows), side === 'left' ? 'l.' : 'r.'),
+      tied_with: makeVector(ownKeys(tiedRows, tied)),
+      ...(records
+        ? arrowColumns(records[side], side === 'left' ? 'l.' : 'r.')
+        : recordColumns(own, u.rows, side === 'left' ? 'l.' : 'r.', strings)),
     })
     unmatched.schema.metadata.set('concord.passes', JSON.stringify(passes))
     out[`unmatched-${side}`] = unmatched

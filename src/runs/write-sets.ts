@@ -38,7 +38,7 @@ export async function writeSet(job: SetJob): Promise<void> {
 
 /** One set's CSV file, written through one reused buffer with synchronous writes. */
 function writeCsvSet({ input, set, out }: SetJob): void {
-  const table = resultTables(input, [set])[set] as ArrowTable
+  const table = resultTables(input, [set], { views: true })[set] as ArrowTable
   const fd = openSync(join(out, `${set}.csv`), 'w')
   try {
     const csv = new CsvWriter(table.schema, set, (chunk) => {

@@ -8,6 +8,7 @@ import {
   type Data,
   DateDay,
   Decimal,
+  Dictionary,
   Float64,
   Int32,
   Int64,
@@ -129,9 +130,41 @@ export function numberListVector(values: Float64Array | Int32Array, starts: Int3
   return makeVector(makeData({ type, length: n, ...bitmap(valid, n), valueOffsets: starts, child } as never))
 }
 
-/** A List<Utf8> vector: list k holds the strings items[starts[k] .. starts[k+1]). */
-export function stringListVector(items: StringColumn, starts: Int32Array): Vector {
-  const child = arrowData(items)
-  const type = new List(new Field('item', new Utf8(), true))
+const views = new WeakSet<Vector>()
+
+/** Whether `data` is a view made by stringViewData (in this thread). */
+export function isStringView(data: Data): boolean {
+  return data.dictionary !== undefined && views.has(data.dictionary)
+}
+
+/**
+ * Rows of a string column without copying its bytes: a Dictionary<Utf8, Int32> whose indices are
+ * `rows` and whose dictionary is the whole column (NULL where `valid` is 0). What CSV result sets
+ * are encoded from: gathering the strings into new buffers first took a third of writing them.
+ * The dictionary's Data is made once per column (`cache`).
+ */
+export function stringViewData(
+  col: StringColumn,
+  rows: Int32Array,
+  valid: Uint8Array | null = null,
+  cache?: WeakMap<StringColumn, Vector>,
+): Data {
+  let dictionary = cache?.get(col)
+  if (!dictionary) {
+    dictionary = makeVector(arrowData(col))
+    cache?.set(col, dictionary)
+    views.add(dictionary)
+  }
+  const type = new Dictionary(new Utf8(), new Int32())
+  return makeData({ type, length: rows.length, ...bitmap(valid, rows.length), data: rows, dictionary } as never)
+}
+
+/**
+ * A list-of-strings vector: list k holds the strings items[starts[k] .. starts[k+1]), `items` being
+ * Utf8 or a string view (stringViewData).
+ */
+export function stringListVector(items: Data, starts: Int32Array): Vector {
+  const child = items
+  const type = new List(new Field('item', child.type, true))
   return makeVector(makeData({ type, length: starts.length - 1, nullCount: 0, valueOffsets: starts, child } as never))
 }
