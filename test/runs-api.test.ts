@@ -237,6 +237,16 @@ t.test('run parameters fill the scopes; missing or ill-typed values are 400s; th
   t.match(run.summary, { matches: 4, left: { rows: 4 }, right: { rows: 4 } })
   const keys = (await app.inject({ method: 'GET', url: `/api/runs/${run.id}/matches` })).json()
   t.same(keys.items.map((m: { left_keys: string[] }) => m.left_keys[0]).sort(), ['T11', 'T2', 'T5', 'T8'])
+  t.equal(run.summary.recipe_version, 1)
+
+  // a retry runs the same saved recipe version with the same parameters, and says so from the
+  // start: in the queued view and in its summary (the summary was null when the version was set
+  // only after the run was queued)
+  const again = await app.inject({ method: 'POST', url: `/api/runs/${run.id}/retry` })
+  t.match(again.json(), { retry_of: run.id, recipe_id: saved.id, recipe_version: 1, params: run.params })
+  const retried = await waitForRun(app, again.json().id)
+  t.match(retried, { recipe_id: saved.id, recipe_version: 1, params: run.params, summary: { recipe_version: 1 } })
+  await app.inject({ method: 'DELETE', url: `/api/runs/${retried.id}` })
 
   const oneAccount = await waitForRun(
     app,

@@ -197,7 +197,8 @@ export class RunsService {
   async start(
     ws: string,
     body: StartRun,
-    retryOf: string | null = null,
+    /** The run this one retries, whose recipe's origin and parameters it records from the start. */
+    retryOf: Pick<RunRow, 'id' | 'recipe_id' | 'recipe_version' | 'params'> | null = null,
     /** The request's logger, so the line that queues the run carries the request id too. */
     log: FastifyBaseLogger = this.log,
     /** Whose scoped tables a sample run reads (a chat session), else the workspace's. */
@@ -270,16 +271,16 @@ export class RunsService {
       .values({
         id,
         workspace_id: ws,
-        recipe_id: recipeId,
-        recipe_version: version,
+        recipe_id: retryOf ? retryOf.recipe_id : recipeId,
+        recipe_version: retryOf ? retryOf.recipe_version : version,
         recipe: JSON.stringify(applied),
         mode,
         engine,
         dry_run: body.dry_run ?? false,
-        params: JSON.stringify(used),
+        params: JSON.stringify(retryOf ? retryOf.params : used),
         status: 'queued',
         progress: JSON.stringify(initialProgress()),
-        retry_of: retryOf,
+        retry_of: retryOf?.id ?? null,
         owner: this.instance,
       })
       .execute()
@@ -333,15 +334,10 @@ export class RunsService {
     const row = await this.row(ws, id)
     if (!FINISHED.has(row.status))
       throw new ConcordError('run_in_progress', `run ${id} is still ${row.status}`, 409, 'cancel it first')
-    // the stored recipe already has its parameters in its scopes
+    // the stored recipe already has its parameters in its scopes; its origin (saved recipe and
+    // version) and parameters are recorded as the run is queued, so its summary carries them too
     const { params: _declared, ...recipe } = row.recipe
-    const view = await this.start(ws, { recipe, mode: row.mode, dry_run: row.dry_run, engine: row.engine }, id)
-    await this.db
-      .updateTable('runs')
-      .set({ recipe_id: row.recipe_id, recipe_version: row.recipe_version, params: JSON.stringify(row.params) })
-      .where('id', '=', view.id)
-      .execute()
-    return this.get(ws, view.id)
+    return this.start(ws, { recipe, mode: row.mode, dry_run: row.dry_run, engine: row.engine }, row)
   }
 
   private async checkPushdown(ws: string, recipe: Recipe): Promise<void> {
