@@ -147,6 +147,19 @@ t.test('CSV exports equal the pages field by field, and the CLI writes the same 
     if (JSON.stringify(got) !== JSON.stringify(want)) mismatches++
   })
   t.equal(mismatches, 0, 'every match row equals its page item')
+  // one name and one value for a match's id in the pages, the CSV and the Arrow export (the stored
+  // file is what GET /api/runs/:id/export?format=arrow sends)
+  const matchArrow = tableFromIPC(await readFile(join(stored, 'matches.arrow')))
+  t.same(
+    matchArrow.schema.fields.filter((f) => /^match_/.test(f.name)).map((f) => f.name),
+    ['match_id'],
+  )
+  t.same(
+    [...matchArrow.getChild('match_id')!].map(String),
+    parsedMatches.map((r) => r.match_id),
+    'the Arrow export holds the CSV match ids',
+  )
+  t.match(parsedMatches[0].match_id, /^m\d{7}$/)
   // the raw line, not only the parsed values: each field quoted exactly when it must be
   const lines = matchCsv.split('\n')
   t.equal(

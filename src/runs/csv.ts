@@ -291,6 +291,7 @@ function cellOf(field: Field, data: Data): Cell {
     const values = encodedValues(data.dictionary)
     write = (s, i) => s.raw(values[indices[i]])
   } else if (DataType.isInt(type) && field.name === 'match_no') {
+    // files stored before match ids were written as text (match_id) numbered them
     const values = data.values as Int32Array
     write = (s, i) => {
       s.byte(0x6d) // m0000001: a match's id in pages and exports

@@ -17,7 +17,13 @@ import {
   tableFromIPC,
   type Vector,
 } from 'apache-arrow'
-import { describeUnmatched, type MatchWeights, matchWeights, type PassInfo } from '../engine/explain/evidence.js'
+import {
+  describeUnmatched,
+  matchId,
+  type MatchWeights,
+  matchWeights,
+  type PassInfo,
+} from '../engine/explain/evidence.js'
 import { ConcordError } from '../errors.js'
 import { formatDate, formatDecimal, formatTimestamp } from '../engine/data/values.js'
 import { CsvWriter, validity } from './csv.js'
@@ -184,7 +190,24 @@ async function selection(
   return all.filter((i) => tests.every((t) => t(i)))
 }
 
-/** The matches a page lists: rows of the match files, in match order (match_no). */
+/**
+ * Each row's match number (1 for m0000001): from `match_id`, or from `match_no` (Int32) in the
+ * files of runs stored before the id was written as text.
+ */
+function matchNumbers(table: ArrowTable): (row: number) => number {
+  const legacy = table.getChild('match_no')
+  if (legacy) return (row) => legacy.get(row) as number
+  const ids = table.getChild('match_id')!
+  return (row) => Number((ids.get(row) as string).slice(1))
+}
+
+/** A match's id as the pages, CSV and Arrow exports show it. */
+function matchIdAt(table: ArrowTable, row: number): string {
+  const legacy = table.getChild('match_no')
+  return legacy ? matchId((legacy.get(row) as number) - 1) : (table.getChild('match_id')!.get(row) as string)
+}
+
+/** The matches a page lists: rows of the match files, in match order (match_id). */
 interface MatchRows {
   total: number
   at(n: number): { table: ArrowTable; row: number }
@@ -203,7 +226,8 @@ async function matchRows(dir: string, filter: MatchFilter): Promise<MatchRows> {
     const rows = selections[0]
     return { total: rows ? rows.length : table.numRows, at: (n) => ({ table, row: rows ? rows[n] : n }) }
   }
-  const heldNumbers = Int32Array.from(held!.getChild('match_no')!.toArray() as Int32Array)
+  const heldNumber = matchNumbers(held!)
+  const heldNumbers = Int32Array.from({ length: held!.numRows }, (_, row) => heldNumber(row))
   if (!selections[0] && !selections[1]) {
     // every match of the run, numbered 1..total: place n holds match n + 1, in whichever file has it
     return {
@@ -216,11 +240,11 @@ async function matchRows(dir: string, filter: MatchFilter): Promise<MatchRows> {
   }
   const cleanRows = selections[0] ?? Array.from({ length: clean.numRows }, (_, i) => i)
   const heldRows = selections[1] ?? Array.from({ length: held!.numRows }, (_, i) => i)
-  const cleanNumbers = clean.getChild('match_no')!
+  const cleanNumber = matchNumbers(clean)
   const merged: { table: ArrowTable; row: number }[] = []
   let h = 0
   for (const row of cleanRows) {
-    const no = cleanNumbers.get(row) as number
+    const no = cleanNumber(row)
     while (h < heldRows.length && heldNumbers[heldRows[h]] < no) merged.push({ table: held!, row: heldRows[h++] })
     merged.push({ table: clean, row })
   }
@@ -254,7 +278,7 @@ export async function matchesPage(dir: string, offset: number, limit: number, fi
     if (!weights) readers.set(table, (weights = waterfallReader(table)))
     const w = weights(i)
     items.push({
-      match_id: `m${String(col('match_no').get(i)).padStart(7, '0')}`,
+      match_id: matchIdAt(table, i),
       pass: String(col('pass').get(i)),
       pattern: String(col('pattern').get(i)),
       left_keys: [...(col('left_keys').get(i) as Iterable<string>)],
