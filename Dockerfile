@@ -2,7 +2,7 @@
 # (npm ci runs the prepare script, scripts/build.js), then drops the dev dependencies; the runtime
 # image holds only production dependencies and the built JavaScript, and runs as the unprivileged
 # `node` user. Nothing is transpiled when a container starts.
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 COPY scripts ./scripts
@@ -11,7 +11,7 @@ COPY connectors ./connectors
 COPY plugins ./plugins
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 DATA_DIR=/data
 # The engine's column arrays are large and written once: glibc's malloc backs them with

@@ -40,8 +40,13 @@ export function mcpServer(config: Config): Server {
 
 export async function serveMcp(config: Config): Promise<void> {
   const server = mcpServer(config)
-  await server.connect(new StdioServerTransport())
-  await new Promise<void>((resolve) => {
+  const closed = new Promise<void>((resolve) => {
     server.onclose = () => resolve()
   })
+  // The transport does not watch for the end of its input: a client that closes our stdin is
+  // done, and without this the process ran out of work with this function still waiting (exit 13,
+  // an unsettled top-level await, on Node 22 and later).
+  process.stdin.once('end', () => void server.close())
+  await server.connect(new StdioServerTransport())
+  await closed
 }
