@@ -164,6 +164,60 @@ class Overloaded extends ConcordError {
   }
 }
 
+const FASTIFY_ERRORS: Record<string, { status: number; error: string; suggestion: string }> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: {
+    status: 400,
+    error: 'invalid_json',
+    suggestion: 'send a JSON document (check quotes, commas and brackets)',
+  },
+  FST_ERR_CTP_EMPTY_JSON_BODY: {
+    status: 400,
+    error: 'invalid_json',
+    suggestion: 'send a JSON body, or no content-type header when there is none',
+  },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 415,
+    error: 'unsupported_media_type',
+    suggestion: 'send application/json (or multipart/form-data to upload a file)',
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
+    status: 400,
+    error: 'invalid_request',
+    suggestion: 'the content-length header must match the body',
+  },
+}
+
+type ValidationIssue = NonNullable<FastifyError['validation']>[number]
+
+/**
+ * One line per wrong field. A value outside a list of literals (an op, a pattern, an export
+ * format) fails each literal and then the union: said once, with the values it may take.
+ */
+export function validationMessage(where: string, issues: ValidationIssue[]): string {
+  const byPath = new Map<string, ValidationIssue[]>()
+  for (const issue of issues) {
+    const path = `${where}${issue.instancePath || ''}`
+    byPath.set(path, [...(byPath.get(path) ?? []), issue])
+  }
+  const lines: string[] = []
+  for (const [path, group] of byPath) {
+    const allowed = group.flatMap((i) => {
+      if (i.keyword !== 'const' || !i.params) return []
+      // the whole list when the validator could read it from the schema (validation.ts)
+      if (Array.isArray(i.params.allowedValues)) return i.params.allowedValues.map(String)
+      return 'allowedValue' in i.params ? [String(i.params.allowedValue)] : []
+    })
+    if (allowed.length > 1 || (allowed.length && group.some((i) => i.keyword === 'anyOf'))) {
+      lines.push(`${path} must be one of: ${[...new Set(allowed)].join(', ')}`)
+      continue
+    }
+    for (const message of new Set(group.filter((i) => i.keyword !== 'anyOf').map((i) => i.message)))
+      lines.push(`${path} ${message}`)
+    if (group.every((i) => i.keyword === 'anyOf')) lines.push(`${path} ${group[0].message}`)
+  }
+  return lines.join('; ')
+}
+
 function errorHandler(
   this: FastifyInstance,
   err: FastifyError | ConcordError,
@@ -176,12 +230,16 @@ function errorHandler(
   }
   const e = err as FastifyError
   if (e.validation) {
-    const where = e.validationContext ?? 'request'
-    const detail = e.validation.map((v) => `${where}${v.instancePath || ''} ${v.message}`).join('; ')
-    return reply
-      .code(400)
-      .send({ error: 'invalid_request', message: detail, suggestion: 'see /docs for the request schema' })
+    return reply.code(400).send({
+      error: 'invalid_request',
+      message: validationMessage(e.validationContext ?? 'request', e.validation),
+      suggestion: 'see /docs for the request schema',
+    })
   }
+  // Fastify's own refusals of a body it cannot read, under the names the API documents
+  const known = FASTIFY_ERRORS[e.code]
+  if (known)
+    return reply.code(known.status).send({ error: known.error, message: e.message, suggestion: known.suggestion })
   if (e.code === 'FST_REQ_FILE_TOO_LARGE' || e.statusCode === 413) {
     return reply
       .code(413)

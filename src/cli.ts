@@ -1,24 +1,58 @@
 // The `concord` command. Subcommands: serve (the HTTP service), reconcile, mcp, migrate, openapi.
 // Each loads only what it uses (dynamic imports): `concord --help` reads two small modules, not
-// the server, the engine and the database (every module is transpiled on start).
+// the server, the engine and the database.
 
 import { RECONCILE_USAGE } from './runs/usage.js'
+
+const ENVIRONMENT = `configuration comes from the environment: PORT, HOST, DATA_DIR, DATABASE_URL, LOG_LEVEL,
+CONCORD_ADMIN_KEY, AI_MODE, ANTHROPIC_API_KEY, … (see README, "Configuration")`
 
 const USAGE = `usage: concord <command>
 
 commands:
   serve      start the HTTP service (same as npm start)
-  reconcile  match two files or sources with a recipe, without a server (see below)
+  reconcile  match two files or sources with a recipe, without a server (its usage follows)
   mcp        serve the reasoning tools over MCP on stdio (AI_MODE, ANTHROPIC_API_KEY as for the service)
   migrate    bring the database to the latest schema and exit
   openapi    print the OpenAPI document to stdout
 
-configuration comes from the environment: PORT, HOST, DATA_DIR, DATABASE_URL, LOG_LEVEL (see README)
+concord <command> --help says more about each.
+
+${ENVIRONMENT}
 
 ${RECONCILE_USAGE}`
 
+/** Each command's own help: `concord <command> --help`. */
+const COMMAND_USAGE: Record<string, string> = {
+  serve: `usage: concord serve
+
+Starts the HTTP service (what npm start runs) and serves until SIGINT or SIGTERM, then drains
+running requests. API documentation at /docs once it is up.
+
+${ENVIRONMENT}`,
+  reconcile: RECONCILE_USAGE,
+  mcp: `usage: concord mcp
+
+Serves the reasoning tools (GET /api/ai/tools lists them) over the Model Context Protocol on
+stdin/stdout, for an MCP client that starts this process. Exits when its input ends.
+AI_MODE and ANTHROPIC_API_KEY choose the engine as for the service.`,
+  migrate: `usage: concord migrate
+
+Brings the service's database (embedded PGlite under DATA_DIR, or DATABASE_URL) to the latest
+schema and exits. concord serve does the same on start.
+
+${ENVIRONMENT}`,
+  openapi: `usage: concord openapi
+
+Prints the OpenAPI document of the service's HTTP API to stdout (what /openapi.json serves).`,
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [command] = argv
+  if (command in COMMAND_USAGE && argv.slice(1).some((a) => a === '--help' || a === '-h')) {
+    process.stdout.write(`${COMMAND_USAGE[command]}\n`)
+    return
+  }
   switch (command) {
     case 'serve': {
       const { serve } = await import('./server.js')

@@ -22,12 +22,54 @@ export function typeboxValidator(shared: TSchema[]): FastifySchemaCompiler<TSche
           keyword: e.keyword,
           instancePath: e.instancePath,
           schemaPath: e.schemaPath,
-          params: e.params as Record<string, unknown>,
+          params:
+            e.keyword === 'const'
+              ? { ...(e.params as Record<string, unknown>), allowedValues: literalsAt(context, schema, e.instancePath) }
+              : (e.params as Record<string, unknown>),
           message: e.message,
         })),
       }
     }
   }
+}
+
+type Node = TSchema & {
+  $ref?: string
+  anyOf?: Node[]
+  properties?: Record<string, Node>
+  items?: Node
+  const?: unknown
+}
+
+/**
+ * Every literal a value at `path` may take when the schema there is a union of literals (an
+ * operator, a pattern, an export format), else undefined. TypeBox reports at most eight errors,
+ * so the failed literals alone could leave some out; the schema says them all.
+ */
+function literalsAt(context: TProperties, schema: TSchema, path: string): string[] | undefined {
+  let nodes: Node[] = [schema as Node]
+  for (const segment of path.split('/').slice(1)) {
+    const next: Node[] = []
+    const visit = (n: Node | undefined): void => {
+      if (!n) return
+      if (n.$ref) return visit(context[n.$ref] as Node | undefined)
+      if (n.anyOf) return n.anyOf.forEach(visit)
+      if (n.properties?.[segment]) next.push(n.properties[segment])
+      else if (n.items && /^\d+$/.test(segment)) next.push(n.items)
+    }
+    nodes.forEach(visit)
+    nodes = next
+  }
+  const literals: string[] = []
+  const collect = (n: Node | undefined): boolean => {
+    if (!n) return false
+    if (n.$ref) return collect(context[n.$ref] as Node | undefined)
+    if (n.anyOf) return n.anyOf.every(collect)
+    if (n.const === undefined) return false
+    literals.push(String(n.const))
+    return true
+  }
+  return nodes.length && nodes.every(collect) ? [...new Set(literals)] : undefined
 }
 
 /**

@@ -90,7 +90,7 @@ t.test("nl_to_sql's 'within 10%' is accepted by validate, explained as a band an
     scale: c.scale,
   })
   const s = { l: bank.map(info), r: invoices.map(info) }
-  t.same(validateRecipe(recipe, s), { valid: true, issues: [], suggestions: [] })
+  t.same(validateRecipe(recipe, s), { valid: true, issues: [], suggestions: [], warnings: [] })
   t.same(explainRecipe(recipe, s).passes[0].bands, [
     {
       column: 'r.total',

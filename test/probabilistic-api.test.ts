@@ -52,7 +52,7 @@ t.test('validation names what is wrong with a probabilistic pass', async (t) => 
   const app = await setup(t)
   const validate = async (p: object) =>
     (await app.inject({ method: 'POST', url: '/api/recipes/validate', payload: { ...recipe, passes: [p] } })).json()
-  t.same(await validate(pass), { valid: true, issues: [], suggestions: [] })
+  t.same(await validate(pass), { valid: true, issues: [], suggestions: [], warnings: [] })
   const codes = async (p: object) => (await validate(p)).issues.map((i: { code: string }) => i.code)
   t.same(await codes({ ...pass, block: undefined }), ['missing_blocking'])
   t.same(await codes({ ...pass, block: ['l.memo LIKE r.memo'] }), ['no_usable_join'])

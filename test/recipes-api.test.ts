@@ -83,7 +83,7 @@ t.test('save, version, read back, list and delete a recipe', async (t) => {
 t.test('validate reports every issue with its pass, code and position', async (t) => {
   const { app } = await withSources(t)
   const ok = await app.inject({ method: 'POST', url: '/api/recipes/validate', payload: recipe })
-  t.same(ok.json(), { valid: true, issues: [], suggestions: [] })
+  t.same(ok.json(), { valid: true, issues: [], suggestions: [], warnings: [] })
 
   const bad = {
     ...recipe,

@@ -2512,6 +2512,13 @@ export interface components {
             /** @description a set of scoped tables of your own: loads and sample runs naming it share it, and no other client's load replaces its tables; without it, the workspace's shared set */
             scope_set?: string;
         };
+        FilterWarning: {
+            column: string;
+            /** @enum {string} */
+            code: "date_bounds_timestamp";
+            message: string;
+            suggestion: string;
+        };
         LoadScopedReply: {
             alias: string;
             columns: components["schemas"]["ColumnInfo"][];
@@ -2525,6 +2532,8 @@ export interface components {
             /** @description rows in this reply */
             preview_rows: number;
             native_query: components["schemas"]["NativeQuery"];
+            /** @description conditions that hold but may not say what was meant (a bare date bounding a timestamp) */
+            warnings: components["schemas"]["FilterWarning"][];
         };
         RecipeAggregate: {
             /** @description what the group adds up to: SUM(<an expression of the summed side's record>) combined with numbers by + - *, e.g. SUM(l.net_amount) - 0.49 (a fee taken once per group), SUM(r.gross_amount - r.fee_amount), SUM(r.amount) * 0.98. The summed side is r for 1:N and l for N:1. A bare column such as r.amount means SUM(r.amount) */
@@ -2697,6 +2706,15 @@ export interface components {
             valid: boolean;
             issues: components["schemas"]["ValidationIssue"][];
             suggestions: string[];
+            /** @description what holds but may not be meant (a bare date bounding a timestamp in a scope); never changes valid */
+            warnings: {
+                side: "left" | "right";
+                column: string;
+                /** @enum {string} */
+                code: "date_bounds_timestamp";
+                message: string;
+                suggestion: string;
+            }[];
         };
         RecipeView: {
             id: string;

@@ -113,9 +113,22 @@ export function parsePredicate(when: string, functions: Record<string, [number, 
     const select = statements[0] as { where?: PgExpr; from?: unknown; columns?: unknown[] }
     where = select.where
   } catch (err) {
-    const message = (err as Error).message.split('\n')[0]
+    // the parser counts lines and columns in the text it was given, the prefix included: say where
+    // in `when` (from 1), and what stands there
     const at = /line (\d+) col (\d+)/.exec((err as Error).message)
-    const start = at && at[1] === '1' ? Math.max(0, Number(at[2]) - 1 - PREFIX.length) : undefined
+    let start: number | undefined
+    if (at) {
+      const lines = `${PREFIX}${when}`.split('\n')
+      const before = lines.slice(0, Number(at[1]) - 1).reduce((n, line) => n + line.length + 1, 0)
+      start = Math.min(when.length, Math.max(0, before + Number(at[2]) - 1 - PREFIX.length))
+    }
+    const near = start === undefined ? '' : when.slice(start).trim().split(/\s+/)[0]
+    const message =
+      start === undefined
+        ? /end of input/i.test((err as Error).message)
+          ? 'the predicate ends too early'
+          : (err as Error).message.split('\n')[0]
+        : `unexpected ${near ? `"${near}"` : 'end'} at character ${start + 1}`
     throw new PredicateError(
       'syntax_error',
       `cannot parse the predicate: ${message}`,

@@ -208,7 +208,15 @@ export const AGENT_TOOLS: AgentTool[] = [
           ? { scope_left: conditions, sample_left: sample }
           : { scope_right: conditions, sample_right: sample }
       return {
-        result: { alias, side, total_rows: loaded.total_rows, loaded_rows: loaded.loaded_rows, rows: loaded.rows },
+        result: {
+          alias,
+          side,
+          total_rows: loaded.total_rows,
+          loaded_rows: loaded.loaded_rows,
+          rows: loaded.rows,
+          // the model reads these with the rows: a month that drops its last day is said here
+          ...(loaded.warnings.length ? { warnings: loaded.warnings } : {}),
+        },
         patch,
         card: { type: 'sample', data: { alias, side, total_rows: loaded.total_rows, rows: loaded.rows.slice(0, 20) } },
         artifact: { kind: 'sample', summary: sampleSummary(alias, sample, app, ws, s.id) },

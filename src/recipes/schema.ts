@@ -403,6 +403,19 @@ export const ValidationReportSchema = Type.Object(
     valid: Type.Boolean(),
     issues: Type.Array(Type.Ref('ValidationIssue')),
     suggestions: Type.Array(Type.String()),
+    warnings: Type.Array(
+      Type.Object({
+        side: Type.Union([Type.Literal('left'), Type.Literal('right')]),
+        column: Type.String(),
+        code: Type.Literal('date_bounds_timestamp'),
+        message: Type.String(),
+        suggestion: Type.String(),
+      }),
+      {
+        description:
+          'what holds but may not be meant (a bare date bounding a timestamp in a scope); never changes valid',
+      },
+    ),
   },
   { $id: 'ValidationReport' },
 )

@@ -86,7 +86,7 @@ export class RecipesService {
     const { schemas, issues } = await this.schemasOf(ws, recipe)
     if (!schemas) return report(issues)
     const checked = validateRecipe(recipe, schemas)
-    return issues.length ? report([...issues, ...checked.issues]) : checked
+    return issues.length ? { ...report([...issues, ...checked.issues]), warnings: checked.warnings } : checked
   }
 
   /** Validates, or throws `invalid_recipe` (400) carrying every issue. */
@@ -278,7 +278,7 @@ export class RecipesService {
 
 function report(issues: ValidationIssue[]): ValidationReport {
   const suggestions = [...new Set(issues.flatMap((i) => (i.suggestion ? [i.suggestion] : [])))]
-  return { valid: issues.length === 0, issues, suggestions }
+  return { valid: issues.length === 0, issues, suggestions, warnings: [] }
 }
 
 const iso = (d: Date | string) => new Date(d).toISOString()

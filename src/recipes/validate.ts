@@ -3,12 +3,13 @@
 // the pass, a code, a message and, for predicate problems, the position in `when`.
 
 import { Value } from 'typebox/value'
-import { resolveConditions } from '../engine/load/filter.js'
+import { type FilterWarning, filterWarnings, resolveConditions } from '../engine/load/filter.js'
 import { orderPasses, PassGraphError } from '../engine/plan/passes.js'
 import { type PassPlan, planPass } from '../engine/plan/plan.js'
 import { type ComparedColumns, scoredPairs } from '../engine/match/pass.js'
 import { preferenceProblem } from '../engine/match/prefer.js'
 import { comparedColumns } from '../engine/reconcile.js'
+import { nearestNames } from '../language/similarity.js'
 import { ConcordError } from '../errors.js'
 import { lookupIssues } from './lookups.js'
 import { paramIssues } from './params.js'
@@ -34,7 +35,11 @@ export interface ValidationReport {
   valid: boolean
   issues: ValidationIssue[]
   suggestions: string[]
+  /** What holds but may not be meant (a bare date bounding a timestamp in a scope); never changes valid. */
+  warnings: ScopeWarning[]
 }
+
+export type ScopeWarning = FilterWarning & { side: 'left' | 'right' }
 
 const context = Object.fromEntries(recipeSchemas.map((s) => [(s as unknown as { $id: string }).$id, s]))
 
@@ -86,12 +91,20 @@ export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationRepo
     const cols = schemas[side]
     const def = recipe[name]
     for (const k of def.key) {
-      if (!cols.some((c) => c.name === k))
+      if (!cols.some((c) => c.name === k)) {
+        const near = nearestNames(
+          k,
+          cols.map((c) => c.name),
+        )
         add({
           pass: null,
           code: 'unknown_column',
           message: `${name} key column "${k}" is not in source "${def.source}"`,
+          suggestion: near.length
+            ? `did you mean ${near.map((n) => `"${n}"`).join(' or ')}?`
+            : `its columns: ${cols.map((c) => c.name).join(', ')}`,
         })
+      }
     }
     try {
       resolveConditions(cols, def.scope ?? [])
@@ -169,7 +182,10 @@ export function validateRecipe(recipe: Recipe, schemas: Schemas): ValidationRepo
       })
     }
   }
-  return { valid: issues.length === 0, issues, suggestions: [...suggestions] }
+  const warnings = (['left', 'right'] as const).flatMap((side) =>
+    filterWarnings(schemas[side === 'left' ? 'l' : 'r'], recipe[side].scope ?? []).map((w) => ({ side, ...w })),
+  )
+  return { valid: issues.length === 0, issues, suggestions: [...suggestions], warnings }
 }
 
 const PROBABILISTIC_FIELDS = ['block', 'threshold', 'model', 'train'] as const

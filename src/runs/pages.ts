@@ -149,6 +149,20 @@ async function selection(
 ): Promise<number[] | null> {
   let rows: number[] | null = null
   const tests: ((i: number) => boolean)[] = []
+  const passes = JSON.parse(table.schema.metadata.get('concord.passes') ?? '[]') as PassInfo[]
+  for (const [param, name] of [
+    ['pass', filter.pass],
+    ['failed_pass', filter.failedPass],
+  ] as const) {
+    // a misspelt pass would select nothing, which reads as "no such records"
+    if (name !== undefined && passes.length && !passes.some((p) => p.name === name))
+      throw new ConcordError(
+        'unknown_pass',
+        `the run has no pass "${name}" (${param}=)`,
+        400,
+        `use one of: ${passes.map((p) => p.name).join(', ')}`,
+      )
+  }
   const key = filter.key ?? filter.recordKey
   if (key !== undefined) {
     // the rows the run's key index names (a superset), each checked below; a run stored before
@@ -181,7 +195,6 @@ async function selection(
   if (filter.failedPass !== undefined) {
     // the pass a page shows as failed: a record with no candidate in any pass failed the first
     // pass's join (describeUnmatched), though its failed_pass column is null
-    const passes = JSON.parse(table.schema.metadata.get('concord.passes') ?? '[]') as PassInfo[]
     const first = passes[0]?.name ?? null
     rows = narrow(dictionaryRows(table, 'failed_pass', (v) => (v ?? first) === filter.failedPass))
   }

@@ -100,6 +100,16 @@ export const LoadScopedBody = Type.Object(
   { $id: 'LoadScopedBody', additionalProperties: false },
 )
 
+export const FilterWarningSchema = Type.Object(
+  {
+    column: Type.String(),
+    code: Type.Literal('date_bounds_timestamp'),
+    message: Type.String(),
+    suggestion: Type.String(),
+  },
+  { $id: 'FilterWarning' },
+)
+
 export const LoadScopedReply = Type.Object(
   {
     alias: Type.String(),
@@ -109,6 +119,9 @@ export const LoadScopedReply = Type.Object(
     loaded_rows: Type.Integer({ description: 'rows held in the scoped table (total_rows, or limit)' }),
     preview_rows: Type.Integer({ description: 'rows in this reply' }),
     native_query: Type.Ref('NativeQuery'),
+    warnings: Type.Array(Type.Ref('FilterWarning'), {
+      description: 'conditions that hold but may not say what was meant (a bare date bounding a timestamp)',
+    }),
   },
   { $id: 'LoadScopedReply' },
 )
@@ -122,5 +135,6 @@ export const sharedSchemas = [
   NativeQuerySchema,
   PreviewReply,
   LoadScopedBody,
+  FilterWarningSchema,
   LoadScopedReply,
 ]

@@ -13,6 +13,7 @@ import { nearestNames } from '../language/similarity.js'
 import { describeTable, type JsonRow, rowsAsJson } from '../engine/data/table.js'
 import type { ColumnInfo, FilterCondition, NativeQuery } from '../engine/data/types.js'
 import { ConcordError, notFound } from '../errors.js'
+import { type FilterWarning, filterWarnings } from '../engine/load/filter.js'
 import { EngineContext, type Source, type SourceConnector } from './connector.js'
 import { openConfig, sealConfig } from './secrets.js'
 import type { ConnectorRegistry } from './registry.js'
@@ -39,6 +40,7 @@ export interface LoadScopedResult {
   loaded_rows: number
   preview_rows: number
   native_query: NativeQuery
+  warnings: FilterWarning[]
 }
 
 const ALIAS_RE = /^[A-Za-z][A-Za-z0-9_]{0,62}$/
@@ -254,6 +256,7 @@ export class SourcesService {
       loaded_rows: scoped.table.length,
       preview_rows: rows.length,
       native_query: scoped.nativeQuery,
+      warnings: filterWarnings(describeTable(scoped.table), conditions),
     }
   }
 
