@@ -1,9 +1,9 @@
 // Phase 4, demonstration: the user shows what a match is by confirming pairs the agent proposes
 // (cards). Advances at three confirmed pairs.
 
-import type { PhaseConfig } from '../src/orchestrator/phases.js'
+import { type PhaseConfig, phasePlugin } from '../src/orchestrator/phases.js'
 
-export default {
+export default phasePlugin({
   name: 'demonstration',
   tools: ['propose_match', 'load_scoped'],
   instructions:
@@ -16,4 +16,4 @@ export default {
   owns: ['proposals', 'confirmed_pairs'],
   clearsOnReturn: ['proposals', 'confirmed_pairs'],
   errorPolicy: { maxRetriesPerTool: 2, onExhausted: 'remove_tool' },
-} satisfies PhaseConfig
+} satisfies PhaseConfig)

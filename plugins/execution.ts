@@ -1,8 +1,8 @@
 // Phase 7, execution: the approved recipe runs on the full scopes. Terminal.
 
-import type { PhaseConfig } from '../src/orchestrator/phases.js'
+import { type PhaseConfig, phasePlugin } from '../src/orchestrator/phases.js'
 
-export default {
+export default phasePlugin({
   name: 'execution',
   tools: ['run_full', 'run_sample'],
   instructions:
@@ -14,4 +14,4 @@ export default {
   owns: ['last_run'],
   clearsOnReturn: [],
   errorPolicy: { maxRetriesPerTool: 2, onExhausted: 'remove_tool' },
-} satisfies PhaseConfig
+} satisfies PhaseConfig)

@@ -1,8 +1,8 @@
 // Phase 1, greeting: find out what sources exist. Advances once the source list is known.
 
-import type { PhaseConfig } from '../src/orchestrator/phases.js'
+import { type PhaseConfig, phasePlugin } from '../src/orchestrator/phases.js'
 
-export default {
+export default phasePlugin({
   name: 'greeting',
   tools: ['list_sources'],
   instructions:
@@ -17,4 +17,4 @@ export default {
   owns: [],
   clearsOnReturn: [],
   errorPolicy: { maxRetriesPerTool: 2, onExhausted: 'remove_tool' },
-} satisfies PhaseConfig
+} satisfies PhaseConfig)

@@ -1,9 +1,9 @@
 // Phase 5, inference: rules from the confirmed pairs, assembled into a recipe draft. Advances when
 // a draft exists.
 
-import type { PhaseConfig } from '../src/orchestrator/phases.js'
+import { type PhaseConfig, phasePlugin } from '../src/orchestrator/phases.js'
 
-export default {
+export default phasePlugin({
   name: 'inference',
   tools: ['infer_rules', 'build_recipe', 'load_scoped'],
   instructions:
@@ -16,4 +16,4 @@ export default {
   owns: ['rules', 'recipe_draft'],
   clearsOnReturn: ['recipe_draft'],
   errorPolicy: { maxRetriesPerTool: 2, onExhausted: 'remove_tool' },
-} satisfies PhaseConfig
+} satisfies PhaseConfig)

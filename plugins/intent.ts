@@ -1,9 +1,9 @@
 // Phase 2, intent: which two sources to reconcile. The first source previewed is the left side,
 // the second the right. Advances when both schemas are loaded.
 
-import type { PhaseConfig } from '../src/orchestrator/phases.js'
+import { type PhaseConfig, phasePlugin } from '../src/orchestrator/phases.js'
 
-export default {
+export default phasePlugin({
   name: 'intent',
   tools: ['list_sources', 'get_source_preview'],
   instructions:
@@ -16,4 +16,4 @@ export default {
   owns: ['left_alias', 'right_alias', 'schema_left', 'schema_right'],
   clearsOnReturn: [],
   errorPolicy: { maxRetriesPerTool: 2, onExhausted: 'remove_tool' },
-} satisfies PhaseConfig
+} satisfies PhaseConfig)

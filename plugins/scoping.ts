@@ -1,9 +1,9 @@
 // Phase 3, scoping: which records of each side take part (a period, an account, …). Advances when
 // both scoped samples hold rows.
 
-import type { PhaseConfig } from '../src/orchestrator/phases.js'
+import { type PhaseConfig, phasePlugin } from '../src/orchestrator/phases.js'
 
-export default {
+export default phasePlugin({
   name: 'scoping',
   tools: ['get_source_preview', 'load_scoped'],
   instructions:
@@ -16,4 +16,4 @@ export default {
   owns: ['scope_left', 'scope_right', 'sample_left', 'sample_right'],
   clearsOnReturn: ['scope_left', 'scope_right', 'sample_left', 'sample_right'],
   errorPolicy: { maxRetriesPerTool: 2, onExhausted: 'remove_tool' },
-} satisfies PhaseConfig
+} satisfies PhaseConfig)

@@ -1,9 +1,9 @@
 // Phase 6, validation: the draft checked and tried on the samples; the user approves it (a card).
 // Advances when approved.
 
-import type { PhaseConfig } from '../src/orchestrator/phases.js'
+import { type PhaseConfig, phasePlugin } from '../src/orchestrator/phases.js'
 
-export default {
+export default phasePlugin({
   name: 'validation',
   tools: ['validate_recipe', 'run_sample', 'build_recipe', 'load_scoped'],
   instructions:
@@ -16,4 +16,4 @@ export default {
   owns: ['validation', 'validation_approved'],
   clearsOnReturn: ['validation', 'validation_approved'],
   errorPolicy: { maxRetriesPerTool: 2, onExhausted: 'remove_tool' },
-} satisfies PhaseConfig
+} satisfies PhaseConfig)

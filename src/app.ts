@@ -17,7 +17,9 @@ import metrics from './metrics.js'
 import { loopGauge } from './pressure.js'
 import ai from './ai/service.js'
 import auth, { isProbe, rateLimitKey } from './auth/plugin.js'
+import { phaseRegistry, shippedPhases } from './orchestrator/phases.js'
 import chat from './orchestrator/service.js'
+import { AGENT_TOOLS } from './orchestrator/tools.js'
 import recipes from './recipes/service.js'
 import { recipeWireSchemas } from './recipes/schema.js'
 import aiRoutes from './routes/ai.js'
@@ -144,6 +146,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(recipes)
   await app.register(runs)
   await app.register(ai)
+  // the chat agent's phases: each a plugin registering its PhaseConfig (plugins/); the graph is
+  // checked when the app is ready, after any phase a caller registers on top
+  await app.register(phaseRegistry, { tools: () => AGENT_TOOLS.map((t) => t.name) })
+  for (const phase of await shippedPhases()) await app.register(phase)
   await app.register(chat)
 
   await app.register(healthRoutes)

@@ -88,17 +88,17 @@ export function checkPrerequisites(phases: PhaseRegistry, session: SessionState)
 /** Moves the session forward while the current phase's rule holds. */
 export function advance(ctx: Pick<TurnContext, 'phases' | 'events'>, session: SessionState): void {
   for (
-    let phase = ctx.phases.get(session.phase);
-    phase.next && phase.advancesWhen(session);
-    phase = ctx.phases.get(session.phase)
+    let phase = ctx.phases.get(session.phase), next = ctx.phases.nextOf(phase.name);
+    next !== undefined && phase.advancesWhen(session);
+    phase = ctx.phases.get(session.phase), next = ctx.phases.nextOf(phase.name)
   ) {
     ctx.events.push({
       type: 'transition',
       reason: 'advanced',
-      phase: phase.next,
-      detail: { from: phase.name, to: phase.next },
+      phase: next,
+      detail: { from: phase.name, to: next },
     })
-    session.phase = phase.next
+    session.phase = next
   }
 }
 

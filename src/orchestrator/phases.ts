@@ -1,10 +1,20 @@
-// Phases as configuration (DESIGN §3). Each file in plugins/ default-exports one PhaseConfig; the
-// registry loads them all. The loop reads a phase's tools, instructions, prerequisites, context and
-// advancement rule from here and has no branch of its own for any phase.
+// Phases as Fastify plugins (DESIGN §3). Each file in plugins/ default-exports one: phasePlugin()
+// around a PhaseConfig, registering it with the app's phase registry (app.phases, made by the
+// `phases` plugin here). When the app is ready the registry checks the graph — one start, every
+// phase reachable, transitions and back edges to phases that exist, prerequisites produced
+// earlier, tools that exist — so a broken phase stops the service from starting, not a
+// conversation. A phase is added by registering one more plugin: `after` links it in. The loop
+// reads a phase's tools, instructions, prerequisites, context and advancement rule from here and
+// has no branch of its own for any phase.
 
 import { readdir } from 'node:fs/promises'
 import { isDeepStrictEqual } from 'node:util'
-import type { PhaseName, SessionField, SessionState } from './session.js'
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+import { newSession, type PhaseName, type SessionField, type SessionState, START_PHASE } from './session.js'
+
+/** The session's fields, for checking what phases name. */
+const FIELDS = newSession('')
 
 /** What the system prompt shows of the session, besides the phase's instructions. */
 export type ContextInjection =
@@ -30,6 +40,11 @@ export interface PhaseConfig {
   /** Checked after every tool result (and card response): true moves the session to `next`. */
   advancesWhen: (session: SessionState) => boolean
   next?: PhaseName
+  /**
+   * For a phase a plugin adds between two others: the phase it follows. The registry links it in
+   * (that phase now advances here, and this one to where that one went), so no other file changes.
+   */
+  after?: PhaseName
   /**
    * Earlier phases this one may return to when the user changes their work (the only transitions
    * besides `next`; any other is refused with invalid_state).
@@ -68,14 +83,74 @@ export class PhaseRegistry {
     return this.sequence().map((n) => this.get(n))
   }
 
-  /** Phases in the order the conversation walks them: from the one nothing advances into. */
+  /** Where each phase advances: its own `next`, with the phases declared `after` another linked in. */
+  private links(): Map<PhaseName, PhaseName | undefined> {
+    const next = new Map(this.order.map((n) => [n, this.get(n).next] as const))
+    for (const name of this.order) {
+      const after = this.get(name).after
+      if (after === undefined || !next.has(after)) continue
+      if (this.get(name).next === undefined) next.set(name, next.get(after))
+      next.set(after, name)
+    }
+    return next
+  }
+
+  /** The phase `name` advances to, if any. */
+  nextOf(name: PhaseName): PhaseName | undefined {
+    return this.links().get(name)
+  }
+
+  /** Phases in the order the conversation walks them: from the start, along `next`. */
   sequence(): PhaseName[] {
-    const targets = new Set(this.order.map((n) => this.get(n).next).filter(Boolean))
-    let at: PhaseName | undefined = this.order.find((n) => !targets.has(n))
+    const next = this.links()
+    let at: PhaseName | undefined = this.byName.has(START_PHASE) ? START_PHASE : this.order[0]
     const out: PhaseName[] = []
     while (at && !out.includes(at)) {
       out.push(at)
-      at = this.byName.get(at)?.next
+      at = next.get(at)
+    }
+    return out
+  }
+
+  /**
+   * The graph's problems, none when it is sound: sessions start at START_PHASE; every phase is on
+   * the walk from it and the walk ends; `next`, `after` and `back` name registered phases, `back`
+   * earlier ones; a prerequisite is a session field no phase from this one on produces; every
+   * tool exists.
+   */
+  problems(tools: ReadonlySet<string>): string[] {
+    const out: string[] = []
+    if (!this.byName.has(START_PHASE)) out.push(`no phase "${START_PHASE}", where every session starts`)
+    const seq = this.sequence()
+    const next = this.links()
+    const last = seq[seq.length - 1]
+    if (last !== undefined && next.get(last) !== undefined && this.byName.has(next.get(last)!))
+      out.push(`the phases advance in a cycle through "${next.get(last)}"`)
+    for (const name of this.order) {
+      const p = this.get(name)
+      const at = seq.indexOf(name)
+      for (const [what, target] of [
+        ['next', p.next],
+        ['after', p.after],
+      ] as const)
+        if (target !== undefined && !this.byName.has(target))
+          out.push(`phase "${name}": ${what} names no phase ("${target}")`)
+      if (at < 0) {
+        out.push(`phase "${name}" is not reached from "${START_PHASE}" (link it with next or after)`)
+        continue
+      }
+      for (const b of p.back)
+        if (!this.byName.has(b)) out.push(`phase "${name}": back names no phase ("${b}")`)
+        else if (seq.indexOf(b) >= at) out.push(`phase "${name}": back to "${b}", which is not earlier`)
+      // a prerequisite is a session field made before this phase: by an earlier phase, or by none
+      // (a fact about the workspace, such as the source list)
+      for (const field of p.prerequisites.sessionFields) {
+        const owner = this.ownerOf(field)
+        if (!(field in FIELDS)) out.push(`phase "${name}": prerequisite ${field} is no session field`)
+        else if (owner !== undefined && seq.indexOf(owner) >= at)
+          out.push(`phase "${name}": prerequisite ${field} is produced by "${owner}", which is not earlier`)
+      }
+      for (const tool of p.tools) if (!tools.has(tool)) out.push(`phase "${name}": no tool "${tool}"`)
     }
     return out
   }
@@ -112,16 +187,47 @@ export class PhaseRegistry {
   }
 }
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    phases: PhaseRegistry
+  }
+}
+
+/**
+ * The phase registry as a plugin: app.phases, and the graph checked when the app is ready
+ * against the agent's tools (`tools`: their names).
+ */
+export const phaseRegistry = fp<{ tools: () => Iterable<string> }>(
+  async (app, opts) => {
+    app.decorate('phases', new PhaseRegistry())
+    app.addHook('onReady', async () => {
+      const problems = app.phases.problems(new Set(opts.tools()))
+      if (problems.length) throw new Error(`the chat agent's phases do not fit together: ${problems.join('; ')}`)
+    })
+  },
+  { name: 'phases' },
+)
+
+/** A phase as a Fastify plugin: registering it adds the phase to the app's registry. */
+export function phasePlugin(config: PhaseConfig): FastifyPluginAsync {
+  return fp(
+    async (app: FastifyInstance) => {
+      app.phases.register(config)
+    },
+    { name: `phase:${config.name}`, dependencies: ['phases'] },
+  )
+}
+
 const PLUGINS_DIR = new URL('../../plugins/', import.meta.url)
 
-/** A registry with every phase in plugins/. */
-export async function loadPhases(): Promise<PhaseRegistry> {
-  const registry = new PhaseRegistry()
+/** The phase plugins shipped in plugins/, in file order. */
+export async function shippedPhases(): Promise<FastifyPluginAsync[]> {
   const files = (await readdir(PLUGINS_DIR)).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts')).sort()
+  const out: FastifyPluginAsync[] = []
   for (const file of files) {
-    const mod = (await import(new URL(file, PLUGINS_DIR).href)) as { default?: PhaseConfig }
-    if (!mod.default?.name) throw new Error(`plugins/${file} must default-export a PhaseConfig`)
-    registry.register(mod.default)
+    const mod = (await import(new URL(file, PLUGINS_DIR).href)) as { default?: unknown }
+    if (typeof mod.default !== 'function') throw new Error(`plugins/${file} must default-export phasePlugin(config)`)
+    out.push(mod.default as FastifyPluginAsync)
   }
-  return registry
+  return out
 }

@@ -19,7 +19,7 @@ import {
   type Segment,
   type TurnEvent,
 } from './loop.js'
-import { loadPhases, type PhaseRegistry } from './phases.js'
+import type { PhaseRegistry } from './phases.js'
 import { systemPrompt } from './prompt.js'
 import type { SessionState } from './session.js'
 import { type StoredEvent, SessionStore } from './store.js'
@@ -254,7 +254,7 @@ export class ChatService {
       instructions: p.instructions,
       prerequisites: p.prerequisites,
       context: p.contextInjections,
-      transitions: { next: p.next ?? null, back: p.back },
+      transitions: { next: this.phases.nextOf(p.name) ?? null, back: p.back },
       owns: p.owns,
       clears_on_return: p.clearsOnReturn,
       error_policy: p.errorPolicy,
@@ -299,7 +299,7 @@ declare module 'fastify' {
 
 export default fp(
   async (app) => {
-    app.decorate('chat', new ChatService(app, await loadPhases()))
+    app.decorate('chat', new ChatService(app, app.phases))
   },
-  { name: 'chat', dependencies: ['db', 'sources', 'recipes', 'runs', 'ai'] },
+  { name: 'chat', dependencies: ['db', 'sources', 'recipes', 'runs', 'ai', 'phases'] },
 )

@@ -7,16 +7,15 @@ import type { Recipe } from '../recipes/schema.js'
 import type { ValidationReport } from '../recipes/validate.js'
 import type { RuleT } from '../ai/schemas.js'
 
-export const PHASES = [
-  'greeting',
-  'intent',
-  'scoping',
-  'demonstration',
-  'inference',
-  'validation',
-  'execution',
-] as const
-export type PhaseName = (typeof PHASES)[number]
+/**
+ * A phase's name. Phases are Fastify plugins (plugins/, phases.ts): the seven of the design card
+ * ship with Concord — greeting, intent, scoping, demonstration, inference, validation, execution —
+ * and a plugin may add one, so the name is any string the registry holds.
+ */
+export type PhaseName = string
+
+/** The phase every session starts in. */
+export const START_PHASE: PhaseName = 'greeting'
 
 export interface SourceEntry {
   alias: string
@@ -92,7 +91,7 @@ export type SessionField = Exclude<keyof SessionState, 'id' | 'phase' | 'status'
 export function newSession(id: string): SessionState {
   return {
     id,
-    phase: 'greeting',
+    phase: START_PHASE,
     status: 'active',
     left_alias: null,
     right_alias: null,
