@@ -16,6 +16,7 @@ import { ConcordError } from '../src/errors.js'
 import type { EngineContext, LoadOptions, ScopedTable, Source, SourceConnector } from '../src/sources/connector.js'
 import type { ConnectorContext } from '../src/sources/registry.js'
 import { connectionSecrets, redactConnection } from '../src/sources/secrets.js'
+import { pushdownProblem, runPushdown } from './postgres/pushdown.js'
 
 export interface PostgresSourceConfig {
   connection_string: string
@@ -244,6 +245,16 @@ export function postgresConnector(opts: PostgresConnectorOptions): SourceConnect
       }
       ctx.register(scoped)
       return scoped
+    },
+    // engine "postgres": a recipe over two tables of one database runs inside it
+    pushdown: {
+      engine: 'postgres',
+      problem: (recipe, sources) => pushdownProblem(recipe, sources),
+      run: (recipe, sources, runOpts) =>
+        runPushdown(recipe, sources as { left: Source<PostgresSourceConfig>; right: Source<PostgresSourceConfig> }, {
+          ...runOpts,
+          statementTimeoutMs: opts.statementTimeoutMs,
+        }),
     },
     async close() {
       const all = [...pools.values()]

@@ -2,6 +2,7 @@
 // The README's configuration table lists the same variables.
 
 import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { type Static, Type } from 'typebox'
 import { Value } from 'typebox/value'
 import { secretKey } from './sources/secrets.js'
@@ -23,6 +24,10 @@ const ConfigSchema = Type.Object({
   SOURCE_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 300_000 }),
   /** Connections per PostgreSQL source database. */
   SOURCE_POOL_MAX: Type.Integer({ minimum: 1, default: 4 }),
+  // source types from outside the tree: modules (absolute paths or file: URLs, comma-separated)
+  // default-exporting a connector factory, loaded after connectors/ by the service, its run
+  // workers and the CLI
+  CONNECTOR_MODULES: Type.String({ default: '' }),
   /** The bootstrap admin key (default workspace, may create workspaces). Without it and without keys: open mode, loopback only. */
   CONCORD_ADMIN_KEY: Type.Optional(Type.String({ minLength: 16 })),
   /** 32 bytes (base64 or hex) that encrypt source passwords at rest (AES-256-GCM). */
@@ -71,6 +76,8 @@ export interface Config {
   maxUploadBytes: number
   sourceStatementTimeoutMs: number
   sourcePoolMax: number
+  /** Connector modules from outside connectors/ (file: URLs). */
+  connectorModules: string[]
   runConcurrency: number
   runHeartbeatMs: number
   aiMode: 'auto' | 'deterministic' | 'llm'
@@ -114,6 +121,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxUploadBytes: c.MAX_UPLOAD_BYTES,
     sourceStatementTimeoutMs: c.SOURCE_STATEMENT_TIMEOUT_MS,
     sourcePoolMax: c.SOURCE_POOL_MAX,
+    connectorModules: c.CONNECTOR_MODULES.split(',')
+      .map((m) => m.trim())
+      .filter(Boolean)
+      .map((m) => (m.startsWith('file:') ? m : pathToFileURL(resolve(m)).href)),
     runConcurrency: c.RUN_CONCURRENCY,
     runHeartbeatMs: c.RUN_HEARTBEAT_MS,
     aiMode: c.AI_MODE as Config['aiMode'],

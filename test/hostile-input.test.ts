@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import fc from 'fast-check'
 import t from 'tap'
 import { parsePredicate } from '../src/language/predicate.js'
-import { SqlCompiler } from '../src/recipes/sql.js'
+import { SqlCompiler } from '../connectors/postgres/sql.js'
 import { testApp } from './helpers/app.js'
 import { testDatabase } from './helpers/pg.js'
 

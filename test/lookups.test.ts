@@ -16,7 +16,7 @@ import { explainRecipe } from '../src/recipes/explain.js'
 import { lookupSchemas } from '../src/recipes/lookups.js'
 import type { Recipe, RecipeLookup, RecipePass } from '../src/recipes/schema.js'
 import { validateRecipe } from '../src/recipes/validate.js'
-import { pushdownProblem } from '../src/runs/pushdown.js'
+import { pushdownProblem } from '../connectors/postgres/pushdown.js'
 import { type Evidence, evidence, pairs, partitionProblems, type Row } from './helpers/engine.js'
 
 function recipeWith(lookups: Record<string, RecipeLookup>, passes: RecipePass[]): Recipe {

@@ -224,7 +224,7 @@ t.test('engine "postgres" is refused where it cannot run, with the reason', asyn
     },
   })
   t.equal(res.statusCode, 400)
-  t.match(res.json(), { error: 'pushdown_unavailable', message: /both sources to be PostgreSQL tables/ })
+  t.match(res.json(), { error: 'pushdown_unavailable', message: /needs both sources to be postgres sources/ })
 })
 
 /** A small seeded generator (mulberry32): the same seed gives the same tables on every machine. */

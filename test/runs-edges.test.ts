@@ -6,7 +6,7 @@ import { readdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { pushdownProblem } from '../src/runs/pushdown.js'
+import { pushdownProblem } from '../connectors/postgres/pushdown.js'
 import type { Source } from '../src/sources/connector.js'
 import { testApp } from './helpers/app.js'
 import { waitForProgress, waitForRun } from './helpers/runs.js'
@@ -91,7 +91,7 @@ t.test('pushdownProblem: one database or a reason', async (t) => {
     t.match(pushdownProblem(ok, { left: pg(a), right: pg(other) }), /both tables in one database/, other)
   t.match(
     pushdownProblem(ok, { left: pg(a), right: { alias: 'f', type: 'csv', config: { path: 'f.csv' } } }),
-    /both sources to be PostgreSQL tables/,
+    /needs both sources to be postgres sources/,
   )
   t.match(
     pushdownProblem(onePass('l.ref = r.ref AND similarity(l.name, r.name) > 0.8'), { left: pg(a), right: pg(a) }),
@@ -110,7 +110,7 @@ t.test(
     t.equal(res.statusCode, 400)
     t.match(res.json(), {
       error: 'pushdown_unavailable',
-      message: /both sources to be PostgreSQL tables/,
+      message: /needs both sources to be postgres sources/,
       suggestion: /engine "memory"/,
     })
     for (const alias of ['l', 'r'])

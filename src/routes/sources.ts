@@ -12,6 +12,7 @@ import { Type } from 'typebox'
 import { ConcordError } from '../errors.js'
 import { Alias } from '../sources/schemas.js'
 import { IdempotencyHeaders } from '../idempotency.js'
+import type { ConnectorRegistry } from '../sources/registry.js'
 import { scopeOwner } from '../sources/service.js'
 
 const errors = { 400: Type.Ref('ErrorReply'), 404: Type.Ref('ErrorReply'), 502: Type.Ref('ErrorReply') }
@@ -60,6 +61,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           request.body = (await receiveUpload(
             request,
             app.sources.uploadDir(request.principal.workspace),
+            app.connectors,
           )) as typeof request.body
       },
       // Whatever refused it (validation, the connector, a duplicate alias), a refused upload leaves no file.
@@ -156,7 +158,11 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
 }
 
 /** Streams the multipart `file` into the upload folder; returns the registration body. */
-async function receiveUpload(request: FastifyRequest, uploadDir: string): Promise<Record<string, unknown>> {
+async function receiveUpload(
+  request: FastifyRequest,
+  uploadDir: string,
+  connectors: ConnectorRegistry,
+): Promise<Record<string, unknown>> {
   const fields: Record<string, string> = {}
   let saved: string | undefined
   let filename = ''
@@ -194,7 +200,8 @@ async function receiveUpload(request: FastifyRequest, uploadDir: string): Promis
     )
   ;(request as { uploadedFile?: string }).uploadedFile = saved
   const ext = extname(filename).toLowerCase().replace('.', '')
-  const type = fields.type ?? (ext === 'ndjson' || ext === 'jsonl' ? 'json' : ext)
+  // the connector that takes files with this extension (connectors declare theirs)
+  const type = fields.type ?? connectors.all().find((c) => c.extensions?.includes(ext))?.type ?? ext
   return { alias: fields.alias, type, path: join('uploads', basename(uploadDir), basename(saved)) }
 }
 

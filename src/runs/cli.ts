@@ -291,6 +291,7 @@ export async function reconcileCommand(
       dataDir: '/',
       statementTimeoutMs: config.sourceStatementTimeoutMs,
       poolMax: config.sourcePoolMax,
+      modules: config.connectorModules,
     }
     const binder = new SourceBinder(config, args.workspace)
     let sources: { left: Source; right: Source }

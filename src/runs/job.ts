@@ -10,7 +10,7 @@ import type { FilterCondition } from '../engine/data/types.js'
 import type { Recipe } from '../recipes/schema.js'
 import { EngineContext, type Source } from '../sources/connector.js'
 import { type ConnectorContext, type ConnectorRegistry, loadConnectors } from '../sources/registry.js'
-import type { PostgresSourceConfig } from '../../connectors/postgres.js'
+import { ConcordError } from '../errors.js'
 import type { ResultsInput } from './results.js'
 import { writeSets } from './write-sets.js'
 
@@ -81,11 +81,20 @@ export async function runJob(
   }
   report({})
   const keys = { leftKey: spec.recipe.left.key, rightKey: spec.recipe.right.key }
-  if (spec.engine === 'postgres') return finish({ ...(await pushdown(spec, report)), ...keys }, report, write)
-  let tables: { left: Table; right: Table }
-  let lookups: Record<string, Table>
   // opened on first use: a sample run without lookups loads nothing through a connector
   let registry: Promise<ConnectorRegistry> | undefined = connectors && Promise.resolve(connectors)
+  if (spec.engine !== undefined && spec.engine !== 'memory') {
+    registry ??= loadConnectors(spec.connectors)
+    let pushed: Pick<ResultsInput, 'result' | 'records'>
+    try {
+      pushed = await pushdown(spec, await registry, report)
+    } finally {
+      if (!connectors) await (await registry.catch(() => undefined))?.close()
+    }
+    return finish({ ...pushed, ...keys }, report, write)
+  }
+  let tables: { left: Table; right: Table }
+  let lookups: Record<string, Table>
   try {
     const load = async (source: Source, scope: FilterCondition[]): Promise<Table> => {
       registry ??= loadConnectors(spec.connectors)
@@ -155,21 +164,23 @@ async function finish(
 
 async function pushdown(
   spec: JobSpec,
+  registry: ConnectorRegistry,
   report: (patch: Partial<JobProgress>) => void,
 ): Promise<Pick<ResultsInput, 'result' | 'records'>> {
-  // imported here: pg and the SQL builder are not loaded by runs that do not push down
-  const { runPushdown } = await import('./pushdown.js')
-  const { result, records } = await runPushdown(
-    spec.recipe,
-    spec.sources as { left: Source<PostgresSourceConfig>; right: Source<PostgresSourceConfig> },
-    {
-      statementTimeoutMs: spec.connectors.statementTimeoutMs,
-      version: spec.version ?? undefined,
-      onProgress: (p) => {
-        if (p.loaded) report({ rows_loaded: { left: p.loaded[0], right: p.loaded[1] }, percent: 30, phase: 'matching' })
-        else report({ pass: p.pass, percent: 30 + Math.round(p.percent * 0.55) })
-      },
+  // the engine is the left source's connector's to offer (src/sources/connector.ts, pushdown)
+  const engine = registry.get(spec.sources.left.type).pushdown
+  if (!engine || engine.engine !== spec.engine)
+    throw new ConcordError(
+      'pushdown_unavailable',
+      `engine "${spec.engine}" is not offered by ${spec.sources.left.type} sources`,
+      400,
+      'run with engine "memory"',
+    )
+  return engine.run(spec.recipe, spec.sources, {
+    version: spec.version ?? undefined,
+    onProgress: (p) => {
+      if (p.loaded) report({ rows_loaded: { left: p.loaded[0], right: p.loaded[1] }, percent: 30, phase: 'matching' })
+      else report({ pass: p.pass, percent: 30 + Math.round(p.percent * 0.55) })
     },
-  )
-  return { result, records }
+  })
 }

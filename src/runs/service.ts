@@ -28,7 +28,6 @@ import type { Metrics } from '../metrics.js'
 import { forget } from './pages.js'
 import { WorkerPool } from './pool.js'
 import { CsvExporter } from './exporter.js'
-import { pushdownProblem } from './pushdown.js'
 
 export interface StartRun {
   recipe_id?: string
@@ -255,15 +254,15 @@ export class RunsService {
         sample[side] = loaded.table
       }
     }
-    if (engine === 'postgres') {
+    if (engine !== 'memory') {
       if (mode === 'sample')
         throw new ConcordError(
           'pushdown_unavailable',
-          'a sample run uses the scoped tables loaded in memory: it cannot run in PostgreSQL',
+          `a sample run uses the scoped tables loaded in memory: it cannot run in engine "${engine}"`,
           400,
           'run with "mode": "full", or with engine "memory"',
         )
-      await this.checkPushdown(ws, applied)
+      await this.checkPushdown(ws, applied, engine)
     }
     const id = randomUUID()
     await this.db
@@ -340,18 +339,24 @@ export class RunsService {
     return this.start(ws, { recipe, mode: row.mode, dry_run: row.dry_run, engine: row.engine }, row)
   }
 
-  private async checkPushdown(ws: string, recipe: Recipe): Promise<void> {
+  private async checkPushdown(ws: string, recipe: Recipe, engine: string): Promise<void> {
     const sources = {
       left: await this.sources.source(ws, recipe.left.source),
       right: await this.sources.source(ws, recipe.right.source),
     }
-    const problem = pushdownProblem(recipe, sources)
+    // the engine is the left source's connector's to offer, and the fit its to judge
+    const offered = this.sources.connector(sources.left.type).pushdown
+    const offering = this.sources.typesOffering(engine)
+    const problem =
+      offered?.engine === engine
+        ? offered.problem(recipe, sources)
+        : `engine "${engine}" needs both sources to be ${offering.join(' or ') || 'of a type that offers it'} sources ("${sources.left.alias}" is ${sources.left.type})`
     if (problem)
       throw new ConcordError(
         'pushdown_unavailable',
         problem,
         400,
-        'use engine "memory", or register both sides as postgres tables of one database',
+        'use engine "memory" (the message says what the other engine needs)',
       )
   }
 
@@ -400,6 +405,7 @@ export class RunsService {
         dataDir: this.config.dataDir,
         statementTimeoutMs: this.config.sourceStatementTimeoutMs,
         poolMax: this.config.sourcePoolMax,
+        modules: this.config.connectorModules,
       },
       outDir: row.dry_run ? null : this.tmpDir(id),
     }

@@ -85,12 +85,18 @@ class TableCache {
  * The shared part of the file connectors: load the whole file (cached), then filter in the
  * engine with the same semantics as every other connector.
  */
-export function fileConnector(type: string, dataDir: string, load: Loader): SourceConnector<FileSourceConfig> {
+export function fileConnector(
+  type: string,
+  dataDir: string,
+  load: Loader,
+  extensions: readonly string[] = [type],
+): SourceConnector<FileSourceConfig> {
   const cache = new TableCache()
   const tableOf = async (source: Source<FileSourceConfig>, signal?: AbortSignal) =>
     cache.get(await confinedPath(dataDir, source.config.path), load, signal)
   return {
     type,
+    extensions,
     configSchema: FileConfigSchema,
     async prepare(config) {
       const real = await confinedPath(dataDir, config.path)

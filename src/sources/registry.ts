@@ -1,5 +1,6 @@
 // The connector registry: every file in connectors/ default-exports a factory that builds its
-// SourceConnector, and the registry loads them all, so adding a source type is adding one file.
+// SourceConnector, and the registry loads them all, so adding a source type is adding one file —
+// in the tree, or anywhere CONNECTOR_MODULES names. Nothing else in the core knows a source type.
 // The service, the run workers and the CLI each load their own registry the same way.
 
 import { readdir } from 'node:fs/promises'
@@ -13,6 +14,8 @@ export interface ConnectorContext {
   dataDir: string
   statementTimeoutMs: number
   poolMax: number
+  /** Connector modules from outside connectors/ (file: URLs, CONNECTOR_MODULES), loaded after it. */
+  modules?: string[]
   log?: FastifyBaseLogger
 }
 
@@ -24,9 +27,10 @@ const CONNECTORS_DIR = new URL('../../connectors/', import.meta.url)
 export async function loadConnectors(ctx: ConnectorContext): Promise<ConnectorRegistry> {
   const registry = new ConnectorRegistry()
   const files = (await readdir(CONNECTORS_DIR)).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts')).sort()
-  for (const file of files) {
-    const mod = (await import(new URL(file, CONNECTORS_DIR).href)) as { default?: ConnectorFactory }
-    if (typeof mod.default !== 'function') throw new Error(`connectors/${file} must default-export a connector factory`)
+  const modules = [...files.map((f) => new URL(f, CONNECTORS_DIR).href), ...(ctx.modules ?? [])]
+  for (const url of modules) {
+    const mod = (await import(url)) as { default?: ConnectorFactory }
+    if (typeof mod.default !== 'function') throw new Error(`${url} must default-export a connector factory`)
     registry.register(mod.default(ctx))
   }
   return registry
@@ -78,6 +82,7 @@ export default fp(
       dataDir: app.config.dataDir,
       statementTimeoutMs: app.config.sourceStatementTimeoutMs,
       poolMax: app.config.sourcePoolMax,
+      modules: app.config.connectorModules,
       log: app.log,
     })
     app.decorate('connectors', registry)

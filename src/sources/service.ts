@@ -260,6 +260,11 @@ export class SourcesService {
     }
   }
 
+  /** The source types whose connectors offer `engine` (runs a whole recipe inside the source). */
+  typesOffering(engine: string): string[] {
+    return this.connectors.all().flatMap((c) => (c.pushdown?.engine === engine ? [c.type] : []))
+  }
+
   /** The connector of a source type. */
   connector(type: string): SourceConnector {
     return this.connectors.get(type)

@@ -6,8 +6,7 @@
 // at the end, the unmatched records: the assignment itself (1:1 by score with ties, subset sums)
 // runs on them with the very code of the in-process engine, so both engines give the same result.
 
-import pg from 'pg'
-import Cursor from 'pg-cursor'
+import type pg from 'pg'
 import {
   type CatalogColumn,
   condition,
@@ -18,28 +17,27 @@ import {
   sourceError,
   streamRows,
   unreachable,
-} from '../../connectors/postgres.js'
-import { emptyUnmatched, MatchBuilder, type UnmatchedSet } from '../engine/explain/evidence.js'
-import { resolveConditions } from '../engine/load/filter.js'
-import { checkedConjuncts } from '../engine/match/checks.js'
-import { PairList } from '../engine/match/join.js'
-import { notePassedOver } from '../engine/explain/nearmiss.js'
-import { type PassEvidence, type PreparedPass, assignmentColumns, preparePass, runPass } from '../engine/match/pass.js'
-import { firstClosedBand, planPass } from '../engine/plan/plan.js'
+  loadDriver,
+} from '../postgres.js'
+import { emptyUnmatched, MatchBuilder, type UnmatchedSet } from '../../src/engine/explain/evidence.js'
+import { resolveConditions } from '../../src/engine/load/filter.js'
+import { checkedConjuncts } from '../../src/engine/match/checks.js'
+import { PairList } from '../../src/engine/match/join.js'
+import { notePassedOver } from '../../src/engine/explain/nearmiss.js'
 import {
-  assembleResult,
-  comparedColumns,
-  ms,
-  PassScheduler,
-  type RunProgress,
-  type RunResult,
-} from '../engine/reconcile.js'
-import type { Table } from '../engine/data/table.js'
-import { ConcordError } from '../errors.js'
-import { parsePredicate } from '../language/predicate.js'
-import { conditionOf, isProbabilistic, type Recipe } from '../recipes/schema.js'
-import { pushdownObstacle, SqlCompiler } from '../recipes/sql.js'
-import type { Source } from '../sources/connector.js'
+  type PassEvidence,
+  type PreparedPass,
+  assignmentColumns,
+  preparePass,
+  runPass,
+} from '../../src/engine/match/pass.js'
+import { firstClosedBand, planPass } from '../../src/engine/plan/plan.js'
+import { assembleResult, comparedColumns, ms, PassScheduler, type RunProgress } from '../../src/engine/reconcile.js'
+import { ConcordError } from '../../src/errors.js'
+import { parsePredicate } from '../../src/language/predicate.js'
+import { conditionOf, isProbabilistic, type Recipe } from '../../src/recipes/schema.js'
+import { pushdownObstacle, SqlCompiler } from './sql.js'
+import type { PushdownOutcome, Source } from '../../src/sources/connector.js'
 
 const RID = '__concord_rid'
 const FREE = '__concord_free'
@@ -49,7 +47,7 @@ const INT8_AS_NUMBER = { getTypeParser: (oid: number) => (oid === 20 ? (v: strin
 /** Why a recipe cannot run in PostgreSQL, or null when it can. */
 export function pushdownProblem(recipe: Recipe, sources: { left: Source; right: Source }): string | null {
   if (sources.left.type !== 'postgres' || sources.right.type !== 'postgres')
-    return 'engine "postgres" needs both sources to be PostgreSQL tables'
+    return 'engine "postgres" needs both sources to be postgres sources (tables of one database)'
   const l = database((sources.left.config as PostgresSourceConfig).connection_string)
   const r = database((sources.right.config as PostgresSourceConfig).connection_string)
   if (l !== r) return 'engine "postgres" needs both tables in one database (same host, port, database and user)'
@@ -70,12 +68,6 @@ function database(conn: string): string {
   return `${u.hostname}:${u.port || '5432'}/${u.pathname.replace(/^\//, '')}@${u.username}`
 }
 
-export interface PushdownOutcome {
-  result: RunResult
-  /** The unmatched records with all their columns, in the order of the result's unmatched sets. */
-  records: { left: Table; right: Table }
-}
-
 export async function runPushdown(
   recipe: Recipe,
   sources: { left: Source<PostgresSourceConfig>; right: Source<PostgresSourceConfig> },
@@ -88,6 +80,7 @@ export async function runPushdown(
   const problem = pushdownProblem(recipe, sources)
   if (problem) throw new ConcordError('pushdown_unavailable', problem, 400, 'run with engine "memory"')
   const conn = sources.left.config.connection_string
+  const { pg } = await loadDriver()
   const client = new pg.Client({ connectionString: conn, connectionTimeoutMillis: 10_000, types: INT8_AS_NUMBER })
   try {
     await client.connect()
@@ -256,6 +249,7 @@ function fetchColumns(client: pg.Client, side: 'l' | 'r', columns: CatalogColumn
 
 async function readPairs(client: pg.Client, sql: string, params: unknown[]): Promise<PairList> {
   const pairs = new PairList()
+  const { Cursor } = await loadDriver()
   const cursor = client.query(new Cursor(sql, params, { rowMode: 'array', types: INT8_AS_NUMBER }))
   try {
     for (;;) {

@@ -5,11 +5,11 @@
 // are bound parameters, columns are identifiers checked against the source's schema, functions
 // come from a fixed list.
 
-import type { ColumnInfo } from '../engine/data/types.js'
-import { ConcordError } from '../errors.js'
-import type { Expr, Side } from '../language/predicate.js'
-import { quoteIdent } from '../language/print.js'
-import { isNumeric, type Schemas, TypeChecker } from '../language/types.js'
+import type { ColumnInfo } from '../../src/engine/data/types.js'
+import { ConcordError } from '../../src/errors.js'
+import type { Expr, Side } from '../../src/language/predicate.js'
+import { quoteIdent } from '../../src/language/print.js'
+import { isNumeric, type Schemas, TypeChecker } from '../../src/language/types.js'
 
 export interface SqlText {
   sql: string
