@@ -330,8 +330,8 @@ export interface paths {
         /** The first rows of a source */
         get: {
             parameters: {
-                query: {
-                    limit: number;
+                query?: {
+                    limit?: number;
                 };
                 header?: never;
                 path: {
@@ -791,9 +791,9 @@ export interface paths {
         /** Runs, newest first */
         get: {
             parameters: {
-                query: {
-                    offset: number;
-                    limit: number;
+                query?: {
+                    offset?: number;
+                    limit?: number;
                 };
                 header?: never;
                 path?: never;
@@ -996,9 +996,9 @@ export interface paths {
         /** A page of matches: clean and ambiguous in match order, or one of them with `ambiguous` */
         get: {
             parameters: {
-                query: {
-                    offset: number;
-                    limit: number;
+                query?: {
+                    offset?: number;
+                    limit?: number;
                     /** @description only this pass */
                     pass?: string;
                     /** @description only ambiguous (true) or clean (false) matches */
@@ -1070,9 +1070,9 @@ export interface paths {
         /** A page of unmatched left records, each with its closest candidate and why it failed */
         get: {
             parameters: {
-                query: {
-                    offset: number;
-                    limit: number;
+                query?: {
+                    offset?: number;
+                    limit?: number;
                     /** @description only records whose nearest miss is in this pass */
                     failed_pass?: string;
                     /** @description only the record with this key */
@@ -1142,9 +1142,9 @@ export interface paths {
         /** A page of unmatched right records, each with its closest candidate and why it failed */
         get: {
             parameters: {
-                query: {
-                    offset: number;
-                    limit: number;
+                query?: {
+                    offset?: number;
+                    limit?: number;
                     /** @description only records whose nearest miss is in this pass */
                     failed_pass?: string;
                     /** @description only the record with this key */
@@ -1214,9 +1214,9 @@ export interface paths {
         /** Download a result set, streamed: CSV, or the Arrow IPC file. matches: the clean matches; ambiguous: the matches held for review */
         get: {
             parameters: {
-                query: {
-                    format: "csv" | "arrow";
-                    set: "matches" | "ambiguous" | "unmatched-left" | "unmatched-right";
+                query?: {
+                    format?: "csv" | "arrow";
+                    set?: "matches" | "ambiguous" | "unmatched-left" | "unmatched-right";
                 };
                 header?: never;
                 path: {
@@ -1592,8 +1592,22 @@ export interface paths {
                             /** @description the assistant text of the turn */
                             message: string;
                             /** @description text and cards, in order */
-                            segments: unknown[];
-                            recipe_draft: unknown;
+                            segments: ({
+                                /** @enum {string} */
+                                type: "text";
+                                text: string;
+                            } | {
+                                /** @enum {string} */
+                                type: "card";
+                                card: {
+                                    type: "source_preview" | "sample" | "match_proposals" | "rules" | "recipe" | "validation" | "run_summary";
+                                    /** @description the card's content: rows, proposals, rules, a recipe, a report, a summary */
+                                    data: unknown;
+                                };
+                            })[];
+                            recipe_draft: {
+                                [key: string]: unknown;
+                            } | null;
                         };
                     };
                 };
@@ -1676,6 +1690,35 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            id: string;
+                            /** @description one of GET /api/phases */
+                            phase: string;
+                            status: "active" | "completed";
+                            left_alias: string | null;
+                            right_alias: string | null;
+                            scope_left: components["schemas"]["FilterCondition"][] | null;
+                            scope_right: components["schemas"]["FilterCondition"][] | null;
+                            /** @description the example pairs the user confirmed */
+                            confirmed_pairs: unknown[];
+                            recipe_draft: {
+                                [key: string]: unknown;
+                            } | null;
+                            validation: ({
+                                valid: boolean;
+                                issues: unknown[];
+                                suggestions: string[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                            validation_approved: boolean;
+                            last_run: ({
+                                id: string;
+                                mode: string;
+                                summary: unknown;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                        } & {
                             [key: string]: unknown;
                         };
                     };
@@ -1763,6 +1806,35 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            id: string;
+                            /** @description one of GET /api/phases */
+                            phase: string;
+                            status: "active" | "completed";
+                            left_alias: string | null;
+                            right_alias: string | null;
+                            scope_left: components["schemas"]["FilterCondition"][] | null;
+                            scope_right: components["schemas"]["FilterCondition"][] | null;
+                            /** @description the example pairs the user confirmed */
+                            confirmed_pairs: unknown[];
+                            recipe_draft: {
+                                [key: string]: unknown;
+                            } | null;
+                            validation: ({
+                                valid: boolean;
+                                issues: unknown[];
+                                suggestions: string[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                            validation_approved: boolean;
+                            last_run: ({
+                                id: string;
+                                mode: string;
+                                summary: unknown;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                        } & {
                             [key: string]: unknown;
                         };
                     };
@@ -1848,6 +1920,35 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            id: string;
+                            /** @description one of GET /api/phases */
+                            phase: string;
+                            status: "active" | "completed";
+                            left_alias: string | null;
+                            right_alias: string | null;
+                            scope_left: components["schemas"]["FilterCondition"][] | null;
+                            scope_right: components["schemas"]["FilterCondition"][] | null;
+                            /** @description the example pairs the user confirmed */
+                            confirmed_pairs: unknown[];
+                            recipe_draft: {
+                                [key: string]: unknown;
+                            } | null;
+                            validation: ({
+                                valid: boolean;
+                                issues: unknown[];
+                                suggestions: string[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                            validation_approved: boolean;
+                            last_run: ({
+                                id: string;
+                                mode: string;
+                                summary: unknown;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                        } & {
                             [key: string]: unknown;
                         };
                     };
@@ -1933,7 +2034,12 @@ export interface paths {
                         "application/json": {
                             phase: string;
                             system: string;
-                            tools: unknown[];
+                            tools: {
+                                name: string;
+                                description: string;
+                                /** @description the tool's input, as JSON Schema */
+                                input_schema: unknown;
+                            }[];
                         };
                     };
                 };
@@ -2020,7 +2126,19 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            events: unknown[];
+                            events: ({
+                                seq: number;
+                                turn: number;
+                                type: string;
+                                /** @description why, as a code (counted in /metrics) */
+                                reason: string;
+                                phase: string;
+                                tool?: string;
+                                detail?: unknown;
+                                created_at: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
                         };
                     };
                 };
@@ -2103,7 +2221,25 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            phases: unknown[];
+                            phases: {
+                                name: string;
+                                tools: string[];
+                                instructions: string;
+                                prerequisites: {
+                                    sessionFields: string[];
+                                };
+                                context: string[];
+                                transitions: {
+                                    next: string | null;
+                                    back: string[];
+                                };
+                                owns: string[];
+                                clears_on_return: string[];
+                                error_policy: {
+                                    maxRetriesPerTool: number;
+                                    onExhausted: "remove_tool" | "end_turn";
+                                };
+                            }[];
                         };
                     };
                 };
@@ -2544,12 +2680,12 @@ export interface components {
              * @description how far the sum may be from equals: a number (either way), or { below, above } (each 0 when left out): { "below": 0, "above": 0.50 } lets the sum be up to 0.50 above equals and never below it. Among groups that fit, one that fits exactly is taken first
              * @default 0
              */
-            tolerance: (number | string) | {
+            tolerance?: (number | string) | {
                 below?: number | string;
                 above?: number | string;
             };
             /** @default 5 */
-            max_group: number;
+            max_group?: number;
         };
         RecipeComparison: {
             name: string;
@@ -2640,7 +2776,7 @@ export interface components {
             /** @description columns identifying a record in the evidence */
             key: string[];
             /** @default [] */
-            scope: components["schemas"]["FilterCondition"][];
+            scope?: components["schemas"]["FilterCondition"][];
         };
         /** @description A value given when the recipe runs, added to the scope of the sides it names (left and/or right) */
         RecipeParam: {
@@ -2661,7 +2797,7 @@ export interface components {
              * @description false: the condition is left out when no value is given
              * @default true
              */
-            required: boolean;
+            required?: boolean;
         };
         /** @description Another registered source used as a lookup table inside predicates: lookup('name', 'column', key values…) is that column of the row whose key equals the values, or NULL */
         RecipeLookup: {
@@ -2853,12 +2989,12 @@ export interface components {
              * @description sample: the scoped tables loaded with load-scoped; full: each source loaded with the recipe scope
              * @default full
              */
-            mode: "sample" | "full";
+            mode?: "sample" | "full";
             /**
              * @description match, keep only the summary, store no results
              * @default false
              */
-            dry_run: boolean;
+            dry_run?: boolean;
             /** @description values of the recipe's parameters */
             params?: {
                 [key: string]: string | number | boolean;
@@ -2867,7 +3003,7 @@ export interface components {
              * @description postgres: run the matching inside PostgreSQL when both sources are tables of one database
              * @default memory
              */
-            engine: "memory" | "postgres";
+            engine?: "memory" | "postgres";
             /** @description a completed run: its probabilistic passes' learned models are used by the same-named passes (no training) */
             reuse_model_from?: string;
             /** @description a set of scoped tables of your own: loads and sample runs naming it share it, and no other client's load replaces its tables; without it, the workspace's shared set */

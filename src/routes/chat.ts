@@ -13,10 +13,85 @@ const errors = {
   503: Type.Ref('ErrorReply'),
 }
 const IdParams = Type.Object({ id: Type.String() })
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()])
+
+// Typed where a client reads them; the work in progress (samples, proposals, rules, artifacts)
+// is passed through as the agent keeps it (additionalProperties). A draft recipe or a report is
+// described as an open object, not by the saved-recipe schema: a draft need not be complete, and
+// the serializer would refuse (500) what that schema requires and the draft lacks.
+const Draft = Nullable(
+  Type.Object(
+    {},
+    { additionalProperties: true, description: 'the recipe as drafted so far (POST /api/recipes/validate checks it)' },
+  ),
+)
+
 const Session = Type.Object(
-  {},
+  {
+    id: Type.String(),
+    phase: Type.String({ description: 'one of GET /api/phases' }),
+    status: Type.Union([Type.Literal('active'), Type.Literal('completed')]),
+    left_alias: Nullable(Type.String()),
+    right_alias: Nullable(Type.String()),
+    scope_left: Nullable(Type.Array(Type.Ref('FilterCondition'))),
+    scope_right: Nullable(Type.Array(Type.Ref('FilterCondition'))),
+    confirmed_pairs: Type.Array(Type.Unknown(), { description: 'the example pairs the user confirmed' }),
+    recipe_draft: Draft,
+    validation: Nullable(
+      Type.Object(
+        { valid: Type.Boolean(), issues: Type.Array(Type.Unknown()), suggestions: Type.Array(Type.String()) },
+        { additionalProperties: true, description: 'the last validation of the draft (ValidationReport)' },
+      ),
+    ),
+    validation_approved: Type.Boolean(),
+    last_run: Nullable(
+      Type.Object({ id: Type.String(), mode: Type.String(), summary: Type.Unknown() }, { additionalProperties: true }),
+    ),
+  },
   { additionalProperties: true, description: 'the session: phase, status and every field' },
 )
+
+const CARD_TYPES = ['source_preview', 'sample', 'match_proposals', 'rules', 'recipe', 'validation', 'run_summary']
+
+const Segment = Type.Union([
+  Type.Object({ type: Type.Literal('text'), text: Type.String() }),
+  Type.Object({
+    type: Type.Literal('card'),
+    card: Type.Object({
+      type: Type.Union(CARD_TYPES.map((c) => Type.Literal(c))),
+      data: Type.Unknown({ description: "the card's content: rows, proposals, rules, a recipe, a report, a summary" }),
+    }),
+  }),
+])
+
+const Event = Type.Object(
+  {
+    seq: Type.Integer(),
+    turn: Type.Integer(),
+    type: Type.String(),
+    reason: Type.String({ description: 'why, as a code (counted in /metrics)' }),
+    phase: Type.String(),
+    tool: Type.Optional(Type.String()),
+    detail: Type.Optional(Type.Unknown()),
+    created_at: Type.String(),
+  },
+  { additionalProperties: true },
+)
+
+const Phase = Type.Object({
+  name: Type.String(),
+  tools: Type.Array(Type.String()),
+  instructions: Type.String(),
+  prerequisites: Type.Object({ sessionFields: Type.Array(Type.String()) }),
+  context: Type.Array(Type.String()),
+  transitions: Type.Object({ next: Nullable(Type.String()), back: Type.Array(Type.String()) }),
+  owns: Type.Array(Type.String()),
+  clears_on_return: Type.Array(Type.String()),
+  error_policy: Type.Object({
+    maxRetriesPerTool: Type.Integer(),
+    onExhausted: Type.Union([Type.Literal('remove_tool'), Type.Literal('end_turn')]),
+  }),
+})
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
@@ -53,8 +128,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
             phase: Type.String(),
             status: Type.String(),
             message: Type.String({ description: 'the assistant text of the turn' }),
-            segments: Type.Array(Type.Unknown(), { description: 'text and cards, in order' }),
-            recipe_draft: Type.Unknown(),
+            segments: Type.Array(Segment, { description: 'text and cards, in order' }),
+            recipe_draft: Draft,
           }),
           ...errors,
         },
@@ -99,7 +174,17 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'The exact system prompt and tool list the next model call of the session would get',
         params: IdParams,
         response: {
-          200: Type.Object({ phase: Type.String(), system: Type.String(), tools: Type.Array(Type.Unknown()) }),
+          200: Type.Object({
+            phase: Type.String(),
+            system: Type.String(),
+            tools: Type.Array(
+              Type.Object({
+                name: Type.String(),
+                description: Type.String(),
+                input_schema: Type.Unknown({ description: "the tool's input, as JSON Schema" }),
+              }),
+            ),
+          }),
           ...errors,
         },
       },
@@ -115,7 +200,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Events with reason codes; with Accept: text/event-stream, a live stream (Server-Sent Events)',
         params: IdParams,
         querystring: Type.Object({ after: Type.Optional(Type.Integer({ minimum: -1 })) }),
-        response: { 200: Type.Object({ events: Type.Array(Type.Unknown()) }), ...errors },
+        response: { 200: Type.Object({ events: Type.Array(Event) }), ...errors },
       },
     },
     async (request, reply) => {
@@ -177,7 +262,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['chat'],
         summary: "The agent's phases: tools, instructions, prerequisites, context and transitions",
-        response: { 200: Type.Object({ phases: Type.Array(Type.Unknown()) }) },
+        response: { 200: Type.Object({ phases: Type.Array(Phase) }) },
       },
     },
     async () => ({ phases: app.chat.phaseList() }),

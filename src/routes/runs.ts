@@ -9,9 +9,12 @@ import { IdempotencyHeaders } from '../idempotency.js'
 
 const errors = { 400: Type.Ref('ErrorReply'), 404: Type.Ref('ErrorReply'), 409: Type.Ref('ErrorReply') }
 const IdParams = Type.Object({ id: Type.String() })
+const PAGE = { offset: 0, limit: 100 }
+
+// optional in the document (a client may leave them out), filled with their defaults by validation
 const Paging = {
-  offset: Type.Integer({ minimum: 0, default: 0 }),
-  limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: PAGE.offset })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: PAGE.limit })),
 }
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
@@ -43,7 +46,12 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Ref('RunList') },
       },
     },
-    async (request) => app.runs.list(request.principal.workspace, request.query.limit, request.query.offset),
+    async (request) =>
+      app.runs.list(
+        request.principal.workspace,
+        request.query.limit ?? PAGE.limit,
+        request.query.offset ?? PAGE.offset,
+      ),
   )
 
   app.get(
@@ -76,7 +84,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const { offset, limit, pass, ambiguous, key } = request.query
+      const { offset = PAGE.offset, limit = PAGE.limit, pass, ambiguous, key } = request.query
       return matchesPage(await app.runs.completedDir(request.principal.workspace, request.params.id), offset, limit, {
         pass,
         ambiguous,
@@ -102,7 +110,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
       async (request) => {
-        const { offset, limit, failed_pass, key } = request.query
+        const { offset = PAGE.offset, limit = PAGE.limit, failed_pass, key } = request.query
         const dir = await app.runs.completedDir(request.principal.workspace, request.params.id)
         return unmatchedPage(dir, side, offset, limit, { failedPass: failed_pass, recordKey: key })
       },
@@ -118,17 +126,19 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           'Download a result set, streamed: CSV, or the Arrow IPC file. matches: the clean matches; ambiguous: the matches held for review',
         params: IdParams,
         querystring: Type.Object({
-          format: Type.Union([Type.Literal('csv'), Type.Literal('arrow')], { default: 'csv' }),
-          set: Type.Union(
-            RESULT_SETS.map((s) => Type.Literal(s)),
-            { default: 'matches' },
+          format: Type.Optional(Type.Union([Type.Literal('csv'), Type.Literal('arrow')], { default: 'csv' })),
+          set: Type.Optional(
+            Type.Union(
+              RESULT_SETS.map((s) => Type.Literal(s)),
+              { default: 'matches' },
+            ),
           ),
         }),
         response: { 200: Type.String({ description: 'the file' }), ...errors },
       },
     },
     async (request, reply) => {
-      const { format, set } = request.query as { format: 'csv' | 'arrow'; set: ResultSet }
+      const { format = 'csv', set = 'matches' } = request.query as { format?: 'csv' | 'arrow'; set?: ResultSet }
       const dir = await app.runs.completedDir(request.principal.workspace, request.params.id)
       const name = `run-${request.params.id}-${set}.${format}`
       reply.header('content-disposition', `attachment; filename="${name}"`)

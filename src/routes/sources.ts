@@ -120,7 +120,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['sources'],
         summary: 'The first rows of a source',
         params: AliasParams,
-        querystring: Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 1000, default: 20 }) }),
+        querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 20 })) }),
         response: { 200: Type.Ref('PreviewReply'), ...errors },
       },
     },
@@ -128,7 +128,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       app.sources.preview(
         request.principal.workspace,
         request.params.alias,
-        request.query.limit,
+        request.query.limit ?? 20,
         clientSignal(request, reply),
       ),
   )
