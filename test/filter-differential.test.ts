@@ -6,10 +6,14 @@ import { join } from 'node:path'
 import fc from 'fast-check'
 import pg from 'pg'
 import t from 'tap'
+import { tableToIPC } from 'apache-arrow'
+import { arrowConnector } from '../connectors/arrow.js'
 import { csvConnector } from '../connectors/csv.js'
 import { jsonConnector } from '../connectors/json.js'
 import { postgresConnector } from '../connectors/postgres.js'
+import { toArrowTable } from '../src/engine/data/arrow.js'
 import { jsonValue } from '../src/engine/data/builder.js'
+import { loadCsv } from '../src/engine/load/csv/index.js'
 import type { FilterCondition, FilterOp } from '../src/engine/data/types.js'
 import { formatDecimal } from '../src/engine/data/values.js'
 import { EngineContext, type SourceConnector } from '../src/sources/connector.js'
@@ -189,7 +193,7 @@ function jsonOf(rows: Row[]): string {
   )
 }
 
-t.test('CSV, JSON and PostgreSQL select the same rows for random conditions', async (t) => {
+t.test('CSV, JSON, Arrow IPC and PostgreSQL select the same rows for random conditions', async (t) => {
   const db = await testDatabase(t)
   const dir = t.testdir()
   const admin = new pg.Client({ connectionString: db.url })
@@ -199,6 +203,8 @@ t.test('CSV, JSON and PostgreSQL select the same rows for random conditions', as
   const sources: [string, SourceConnector, Record<string, unknown>][] = [
     ['csv', csvConnector(dir), { path: 'rows.csv' }],
     ['json', jsonConnector(dir), { path: 'rows.json' }],
+    // the CSV's typed columns written as an Arrow IPC file (Decimal128, Int64, Date32, Timestamp…)
+    ['arrow', arrowConnector(dir), { path: 'rows.arrow' }],
     [
       'postgres',
       postgresConnector({ statementTimeoutMs: 30_000, poolMax: 1 }),
@@ -222,6 +228,8 @@ t.test('CSV, JSON and PostgreSQL select the same rows for random conditions', as
       async ([rows, conditionLists]) => {
         await writeFile(join(dir, 'rows.csv'), csvOf(rows))
         await writeFile(join(dir, 'rows.json'), jsonOf(rows))
+        const typed = await loadCsv(join(dir, 'rows.csv'))
+        await writeFile(join(dir, 'rows.arrow'), tableToIPC(toArrowTable(typed.table), 'file'))
         await admin.query(`DROP TABLE IF EXISTS "${schema}".rows`)
         await admin.query(
           `CREATE TABLE "${schema}".rows (id int, amount numeric(12,2), qty int, ratio float8, name text, day date, at timestamptz, flag boolean, raw numeric, local_at timestamp)`,
@@ -256,7 +264,7 @@ t.test('CSV, JSON and PostgreSQL select the same rows for random conditions', as
               results[name] = `error ${(err as { code?: string }).code ?? (err as Error).message}`
             }
           }
-          if (results.csv !== results.json || results.csv !== results.postgres) {
+          if (results.csv !== results.json || results.csv !== results.postgres || results.csv !== results.arrow) {
             throw new Error(`connectors disagree for ${JSON.stringify(conditions)}: ${JSON.stringify(results)}`)
           }
           checked++

@@ -105,8 +105,6 @@ function usage(message: string): ConcordError {
   return new ConcordError('usage', message, 2, RECONCILE_USAGE)
 }
 
-const FILE_TYPES: Record<string, string> = { '.csv': 'csv', '.json': 'json', '.ndjson': 'json', '.jsonl': 'json' }
-
 /**
  * Binds the command's --left and --right: a file becomes a source of its type; anything else must
  * be an alias registered in the workspace, read from the service's database (opened once, only
@@ -118,17 +116,29 @@ class SourceBinder {
   constructor(
     private readonly config: Config,
     private readonly workspace: string,
+    private readonly connectors: ConnectorRegistry,
   ) {}
 
   async bind(value: string, alias: string): Promise<Source> {
-    const type = FILE_TYPES[extname(value).toLowerCase()]
+    // a file's type is the connector that takes its extension
+    const ext = extname(value).toLowerCase().replace('.', '')
+    const type = ext ? this.connectors.all().find((c) => c.extensions?.includes(ext))?.type : undefined
     const isFile = await stat(value).then(
       (s) => s.isFile(),
       () => false,
     )
     if (type && isFile) return { alias, type, config: { path: resolve(value) } }
     if (isFile)
-      throw new ConcordError('unknown_file_type', `cannot tell the type of "${value}"`, 2, 'name it .csv or .json')
+      throw new ConcordError(
+        'unknown_file_type',
+        `cannot tell the type of "${value}"`,
+        2,
+        `name it ${this.connectors
+          .all()
+          .flatMap((c) => c.extensions ?? [])
+          .map((e) => `.${e}`)
+          .join(', ')}`,
+      )
     if (type || value.includes('/')) throw new ConcordError('file_not_found', `no file "${value}"`, 2)
     return this.registered(value, alias)
   }
@@ -293,21 +303,21 @@ export async function reconcileCommand(
       poolMax: config.sourcePoolMax,
       modules: config.connectorModules,
     }
-    const binder = new SourceBinder(config, args.workspace)
-    let sources: { left: Source; right: Source }
-    let lookups: Record<string, Source>
-    try {
-      sources = {
-        left: await binder.bind(args.left, recipe.left.source),
-        right: await binder.bind(args.right, recipe.right.source),
-      }
-      lookups = await bindLookups(recipe, args.lookups, binder)
-    } finally {
-      await binder.close()
-    }
-    // one registry for the check and the run: a file the check parsed is not parsed again
+    // one registry for binding, the check and the run: a file the check parsed is not parsed again
     const registry = await loadConnectors(connectors)
     try {
+      const binder = new SourceBinder(config, args.workspace, registry)
+      let sources: { left: Source; right: Source }
+      let lookups: Record<string, Source>
+      try {
+        sources = {
+          left: await binder.bind(args.left, recipe.left.source),
+          right: await binder.bind(args.right, recipe.right.source),
+        }
+        lookups = await bindLookups(recipe, args.lookups, binder)
+      } finally {
+        await binder.close()
+      }
       await checkRecipe(recipe, sources, lookups, registry)
       return await run(args, recipe, used, { sources, lookups, connectors, registry }, io)
     } finally {
