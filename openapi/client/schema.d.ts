@@ -138,7 +138,7 @@ export interface paths {
                     "application/json": {
                         /** @description a name for the source: a letter, then letters, digits or _ (at most 63) */
                         alias: string;
-                        /** @description source type: csv, json, postgres */
+                        /** @description source type: arrow, csv, json, postgres */
                         type: string;
                     } & {
                         [key: string]: unknown;
