@@ -1,6 +1,6 @@
 // engine "postgres": a run whose two sources are tables of one PostgreSQL database runs its joins
 // there. Each side's scope becomes a temporary table numbered by record; every pass's predicate,
-// compiled to SQL (recipes/sql.ts), selects the candidate pairs among the still-free records
+// compiled to SQL (sql.ts), selects the candidate pairs among the still-free records
 // inside the database, and the nearest misses of unmatched records are found there too. What
 // comes back is the candidate pairs, the few columns assignment needs (keys, amounts, dates) and,
 // at the end, the unmatched records: the assignment itself (1:1 by score with ties, subset sums)

@@ -4,7 +4,7 @@
 // (the lowest record number on a tie; an earlier pass wins a tie of shares), and the first
 // conjunct it failed is what rejected it. A candidate passing them all lost to a better-scored
 // or tied pair, or to a group whose sum did not fit. Every candidate counts, none is capped, so
-// the PostgreSQL engine (runs/pushdown.ts) gives the same evidence. Hash passes record near
+// the PostgreSQL engine (connectors/postgres/pushdown.ts) gives the same evidence. Hash passes record near
 // misses during their join (hashpass.ts); band passes are completed here for the records still
 // unmatched after the last pass (bandpass.ts).
 

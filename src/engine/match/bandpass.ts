@@ -7,7 +7,7 @@
 // costly one as failed), the lowest record number on a tie, among the pairs of its
 // neighbourhood: those within the pass's first band written with both bounds (its conjuncts
 // hold), whichever band the join chose on the data. That depends on the recipe and the data
-// alone, so the PostgreSQL engine (runs/pushdown.ts) explains with the same pairs. Computed in
+// alone, so the PostgreSQL engine (connectors/postgres/pushdown.ts) explains with the same pairs. Computed in
 // two parts:
 //   1. every pair of records free at the pass that passes its cheap conjuncts: the join checked
 //      their costly conjuncts anyway, so it keeps their nearest misses as it goes, and nothing is

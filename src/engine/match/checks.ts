@@ -65,7 +65,7 @@ export function noChecks(total: number): ConjunctChecks {
 /**
  * The conjuncts a pass checks per pair (not its key equalities, which hold for every pair its
  * join gives), in the order written, and the same split by cost. The PostgreSQL engine ranks
- * nearest misses with the same split (runs/pushdown.ts).
+ * nearest misses with the same split (connectors/postgres/pushdown.ts).
  */
 export function checkedConjuncts(plan: PassPlan): { checked: Conjunct[]; cheap: Conjunct[]; costly: Conjunct[] } {
   const keyConjuncts = new Set(plan.keys.map((k) => k.conjunct))

@@ -16,7 +16,7 @@ import type { PartitionedSide } from './partition.js'
  *
  * Which pair is a record's nearest miss depends on the recipe and the data alone, never on the
  * order pairs are visited in or on how many there are, so the PostgreSQL engine
- * (runs/pushdown.ts) finds the same one: every pair of the record's neighbourhood counts (no cap),
+ * (connectors/postgres/pushdown.ts) finds the same one: every pair of the record's neighbourhood counts (no cap),
  * ranked by `rank` (fewest failed conjuncts, costly ones weighed only where every cheap one
  * holds), a tie going to the lowest position on the other side. (Positions of a partition are in
  * row order and a record's hash candidates all share its partition, so the lowest position is
