@@ -5,7 +5,7 @@
 
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { makeVector, Table as ArrowTable, tableToIPC } from 'apache-arrow'
+import { makeVector, Table as ArrowTable, tableFromIPC, tableToIPC } from 'apache-arrow'
 import t from 'tap'
 import { toArrowTable } from '../src/engine/data/arrow.js'
 import { loadCsv } from '../src/engine/load/csv/index.js'
@@ -73,4 +73,54 @@ t.test('an integer beyond 2^53 is refused, not rounded', async (t) => {
   t.equal(junk.statusCode, 400)
   t.equal(junk.json().error, 'malformed_file')
   t.equal((await app.inject({ method: 'GET', url: '/api/sources' })).json().sources.length, 0, 'nothing registered')
+})
+
+t.test('a loaded scope is handed out as an Arrow IPC stream, batch by batch', async (t) => {
+  const rows = Array.from(
+    { length: 80_000 },
+    (_, i) => `R${i},${(i % 1000) / 100},2024-01-${String((i % 28) + 1).padStart(2, '0')}`,
+  )
+  const { app } = await testApp(t, { files: { 'big.csv': `id,amount,day\n${rows.join('\n')}\n` } })
+  await app.inject({ method: 'POST', url: '/api/sources', payload: { alias: 'big', type: 'csv', path: 'big.csv' } })
+  const none = await app.inject({ method: 'GET', url: '/api/sources/big/scoped' })
+  t.equal(none.statusCode, 409)
+  t.equal(none.json().error, 'scope_not_loaded')
+  t.equal((await app.inject({ method: 'GET', url: '/api/sources/nope/scoped' })).statusCode, 404)
+
+  const loaded = await app.inject({
+    method: 'POST',
+    url: '/api/sources/big/load-scoped',
+    payload: { conditions: [{ column: 'amount', op: 'gte', value: '1.00' }] },
+  })
+  const total = loaded.json().total_rows
+  t.ok(total > 65_536, `${total} rows: more than one batch`)
+  const res = await app.inject({ method: 'GET', url: '/api/sources/big/scoped' })
+  t.equal(res.statusCode, 200)
+  t.equal(res.headers['content-type'], 'application/vnd.apache.arrow.stream')
+  const table = tableFromIPC(res.rawPayload)
+  t.equal(table.numRows, total)
+  t.ok(table.batches.length >= 2)
+  t.same(
+    table.schema.fields.map((f) => [f.name, String(f.type)]),
+    [
+      ['id', 'Utf8'],
+      ['amount', 'Decimal[38e+2]'],
+      ['day', 'Date32<DAY>'],
+    ].map(([n, ty]) => [n, ty]),
+  )
+  t.equal(String(table.getChild('id')!.get(total - 1)), 'R79999', 'every batch, in order')
+  t.equal(String(table.getChild('amount')!.get(0)), '100', 'R100: 1.00 as 100 units at scale 2')
+
+  // an empty scope is a stream with the schema and no rows
+  await app.inject({
+    method: 'POST',
+    url: '/api/sources/big/load-scoped',
+    payload: { conditions: [{ column: 'amount', op: 'gt', value: '100' }] },
+  })
+  const empty = tableFromIPC((await app.inject({ method: 'GET', url: '/api/sources/big/scoped' })).rawPayload)
+  t.equal(empty.numRows, 0)
+  t.same(
+    empty.schema.fields.map((f) => f.name),
+    ['id', 'amount', 'day'],
+  )
 })
