@@ -264,7 +264,7 @@ async function receiveUpload(
   ;(request as { uploadedFile?: string }).uploadedFile = saved
   const ext = extname(filename).toLowerCase().replace('.', '')
   // the connector that takes files with this extension (connectors declare theirs)
-  const type = fields.type ?? connectors.all().find((c) => c.extensions?.includes(ext))?.type ?? ext
+  const type = fields.type ?? connectors.typeForExtension(ext) ?? ext
   return { alias: fields.alias, type, path: join('uploads', basename(uploadDir), basename(saved)) }
 }
 

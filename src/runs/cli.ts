@@ -122,7 +122,7 @@ class SourceBinder {
   async bind(value: string, alias: string): Promise<Source> {
     // a file's type is the connector that takes its extension
     const ext = extname(value).toLowerCase().replace('.', '')
-    const type = ext ? this.connectors.all().find((c) => c.extensions?.includes(ext))?.type : undefined
+    const type = ext ? this.connectors.typeForExtension(ext) : undefined
     const isFile = await stat(value).then(
       (s) => s.isFile(),
       () => false,
@@ -134,8 +134,7 @@ class SourceBinder {
         `cannot tell the type of "${value}"`,
         2,
         `name it ${this.connectors
-          .all()
-          .flatMap((c) => c.extensions ?? [])
+          .extensions()
           .map((e) => `.${e}`)
           .join(', ')}`,
       )

@@ -10,7 +10,6 @@ import type { FilterCondition } from '../engine/data/types.js'
 import type { Recipe } from '../recipes/schema.js'
 import { EngineContext, type Source } from '../sources/connector.js'
 import { type ConnectorContext, type ConnectorRegistry, loadConnectors } from '../sources/registry.js'
-import { ConcordError } from '../errors.js'
 import type { ResultsInput } from './results.js'
 import { writeSets } from './write-sets.js'
 
@@ -87,7 +86,7 @@ export async function runJob(
     registry ??= loadConnectors(spec.connectors)
     let pushed: Pick<ResultsInput, 'result' | 'records'>
     try {
-      pushed = await pushdown(spec, await registry, report)
+      pushed = await pushdown(spec, spec.engine, await registry, report)
     } finally {
       if (!connectors) await (await registry.catch(() => undefined))?.close()
     }
@@ -164,19 +163,12 @@ async function finish(
 
 async function pushdown(
   spec: JobSpec,
+  engine: string,
   registry: ConnectorRegistry,
   report: (patch: Partial<JobProgress>) => void,
 ): Promise<Pick<ResultsInput, 'result' | 'records'>> {
   // the engine is the left source's connector's to offer (src/sources/connector.ts, pushdown)
-  const engine = registry.get(spec.sources.left.type).pushdown
-  if (!engine || engine.engine !== spec.engine)
-    throw new ConcordError(
-      'pushdown_unavailable',
-      `engine "${spec.engine}" is not offered by ${spec.sources.left.type} sources`,
-      400,
-      'run with engine "memory"',
-    )
-  return engine.run(spec.recipe, spec.sources, {
+  return registry.pushdownEngine(spec.sources.left, engine).run(spec.recipe, spec.sources, {
     version: spec.version ?? undefined,
     onProgress: (p) => {
       if (p.loaded) report({ rows_loaded: { left: p.loaded[0], right: p.loaded[1] }, percent: 30, phase: 'matching' })

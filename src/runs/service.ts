@@ -345,12 +345,7 @@ export class RunsService {
       right: await this.sources.source(ws, recipe.right.source),
     }
     // the engine is the left source's connector's to offer, and the fit its to judge
-    const offered = this.sources.connector(sources.left.type).pushdown
-    const offering = this.sources.typesOffering(engine)
-    const problem =
-      offered?.engine === engine
-        ? offered.problem(recipe, sources)
-        : `engine "${engine}" needs both sources to be ${offering.join(' or ') || 'of a type that offers it'} sources ("${sources.left.alias}" is ${sources.left.type})`
+    const problem = this.sources.pushdownEngine(sources.left, engine).problem(recipe, sources)
     if (problem)
       throw new ConcordError(
         'pushdown_unavailable',

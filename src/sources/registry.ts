@@ -7,7 +7,7 @@ import { readdir } from 'node:fs/promises'
 import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
 import { ConcordError } from '../errors.js'
-import type { SourceConnector } from './connector.js'
+import type { PushdownEngine, Source, SourceConnector } from './connector.js'
 
 /** What a connector factory may use: the service's settings that concern sources. */
 export interface ConnectorContext {
@@ -63,6 +63,32 @@ export class ConnectorRegistry {
 
   all(): SourceConnector[] {
     return [...this.byType.values()]
+  }
+
+  /** The source type whose connector takes files with this extension (lower case, no dot). */
+  typeForExtension(ext: string): string | undefined {
+    return this.all().find((c) => c.extensions?.includes(ext))?.type
+  }
+
+  /** Every file extension some connector takes. */
+  extensions(): string[] {
+    return this.all().flatMap((c) => c.extensions ?? [])
+  }
+
+  /**
+   * The engine `name` as the connector of `source`'s type offers it (a run asks its left source's
+   * connector); pushdown_unavailable naming the types that do offer it, when that one does not.
+   */
+  pushdownEngine(source: Pick<Source, 'alias' | 'type'>, name: string): PushdownEngine {
+    const offered = this.get(source.type).pushdown
+    if (offered?.engine === name) return offered
+    const offering = this.all().flatMap((c) => (c.pushdown?.engine === name ? [c.type] : []))
+    throw new ConcordError(
+      'pushdown_unavailable',
+      `engine "${name}" needs both sources to be ${offering.join(' or ') || 'of a type that offers it'} sources ("${source.alias}" is ${source.type})`,
+      400,
+      'use engine "memory" (the message says what the other engine needs)',
+    )
   }
 
   async close(): Promise<void> {

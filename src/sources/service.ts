@@ -14,7 +14,7 @@ import { describeTable, type JsonRow, rowsAsJson } from '../engine/data/table.js
 import type { ColumnInfo, FilterCondition, NativeQuery } from '../engine/data/types.js'
 import { ConcordError, notFound } from '../errors.js'
 import { type FilterWarning, filterWarnings } from '../engine/load/filter.js'
-import { EngineContext, type Source, type SourceConnector } from './connector.js'
+import { EngineContext, type PushdownEngine, type Source, type SourceConnector } from './connector.js'
 import { openConfig, sealConfig } from './secrets.js'
 import type { ConnectorRegistry } from './registry.js'
 
@@ -260,9 +260,9 @@ export class SourcesService {
     }
   }
 
-  /** The source types whose connectors offer `engine` (runs a whole recipe inside the source). */
-  typesOffering(engine: string): string[] {
-    return this.connectors.all().flatMap((c) => (c.pushdown?.engine === engine ? [c.type] : []))
+  /** The engine `name` as `source`'s connector offers it, or pushdown_unavailable (registry.ts). */
+  pushdownEngine(source: Source, name: string): PushdownEngine {
+    return this.connectors.pushdownEngine(source, name)
   }
 
   /** The connector of a source type. */

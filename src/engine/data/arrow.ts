@@ -164,7 +164,8 @@ export function stringViewData(
  * Utf8 or a string view (stringViewData).
  */
 export function stringListVector(items: Data, starts: Int32Array): Vector {
-  const child = items
-  const type = new List(new Field('item', child.type, true))
-  return makeVector(makeData({ type, length: starts.length - 1, nullCount: 0, valueOffsets: starts, child } as never))
+  const type = new List(new Field('item', items.type, true))
+  return makeVector(
+    makeData({ type, length: starts.length - 1, nullCount: 0, valueOffsets: starts, child: items } as never),
+  )
 }
