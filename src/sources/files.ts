@@ -1,4 +1,4 @@
-// File sources (CSV, JSON): paths confined to the data folder, and a small cache of loaded
+// File sources (CSV, JSON, Arrow; Parquet reads its own way, connectors/parquet.ts): paths confined to the data folder, and a small cache of loaded
 // tables so previews and repeated scoped loads of an unchanged file do not parse it again.
 
 import { realpath, stat } from 'node:fs/promises'
@@ -52,14 +52,14 @@ export async function confinedPath(dataDir: string, path: string): Promise<strin
   return real
 }
 
-type Loader = (path: string, signal?: AbortSignal) => Promise<Table>
+type Loader<T = Table> = (path: string, signal?: AbortSignal) => Promise<T>
 
-/** Keeps the last few parsed files, keyed by path, size and modification time. */
-class TableCache {
-  private readonly entries = new Map<string, Promise<Table>>()
+/** Keeps the last few things read from files (parsed tables, footers), keyed by path, size and modification time. */
+export class FileCache<T> {
+  private readonly entries = new Map<string, Promise<T>>()
   constructor(private readonly capacity = 4) {}
 
-  async get(path: string, load: Loader, signal?: AbortSignal): Promise<Table> {
+  async get(path: string, load: Loader<T>, signal?: AbortSignal): Promise<T> {
     const s = await stat(path)
     const key = `${path}\0${s.size}\0${s.mtimeMs}`
     let entry = this.entries.get(key)
@@ -81,6 +81,18 @@ class TableCache {
   }
 }
 
+/** What every file connector does with its config: a path confined to the data folder. */
+export function fileConfig(dataDir: string) {
+  return {
+    configSchema: FileConfigSchema,
+    async prepare(config: FileSourceConfig): Promise<FileSourceConfig> {
+      const real = await confinedPath(dataDir, config.path)
+      return { path: relative(await realpath(dataDir), real) }
+    },
+    redact: (config: FileSourceConfig) => ({ path: config.path }),
+  }
+}
+
 /**
  * The shared part of the file connectors: load the whole file (cached), then filter in the
  * engine with the same semantics as every other connector.
@@ -91,18 +103,13 @@ export function fileConnector(
   load: Loader,
   extensions: readonly string[] = [type],
 ): SourceConnector<FileSourceConfig> {
-  const cache = new TableCache()
+  const cache = new FileCache<Table>()
   const tableOf = async (source: Source<FileSourceConfig>, signal?: AbortSignal) =>
     cache.get(await confinedPath(dataDir, source.config.path), load, signal)
   return {
     type,
     extensions,
-    configSchema: FileConfigSchema,
-    async prepare(config) {
-      const real = await confinedPath(dataDir, config.path)
-      return { path: relative(await realpath(dataDir), real) }
-    },
-    redact: (config) => ({ path: config.path }),
+    ...fileConfig(dataDir),
     async describe(source): Promise<ColumnInfo[]> {
       return describeTable(await tableOf(source))
     },
