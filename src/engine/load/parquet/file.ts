@@ -26,6 +26,17 @@ export interface ParquetColumn {
   physical?: SchemaElement['type']
   /** An unsigned integer (its deprecated statistics were compared as signed). */
   unsigned: boolean
+  /** The column's schema element, as the file declares it. */
+  element: SchemaElement
+  /** 0 for a REQUIRED column, 1 for an OPTIONAL one (nested columns are read otherwise). */
+  maxDefinitionLevel: number
+  /**
+   * How pages decode (read.ts): `raw` as the physical type stores them, converted to the engine's
+   * units by the builder; `annotated` through hyparquet's conversions (text kinds, INT96, FLOAT16).
+   */
+  decode: 'raw' | 'annotated'
+  /** The unit of an INT64 timestamp. */
+  unit?: 'MILLIS' | 'MICROS' | 'NANOS'
 }
 
 export interface RowGroupSpan {
@@ -146,7 +157,23 @@ function columnOf(node: SchemaTree, metadata: FileMetaData): ParquetColumn {
   const leaf = nested ? -1 : chunks.findIndex((c) => c.meta_data?.path_in_schema.join('.') === e.name)
   const unsigned =
     e.converted_type?.startsWith('UINT_') === true || (e.logical_type?.type === 'INTEGER' && !e.logical_type.isSigned)
-  return { info, kind, leaf: leaf < 0 ? null : leaf, physical: e.type, unsigned }
+  const decode = kind === 'text' || e.type === 'INT96' || e.logical_type?.type === 'FLOAT16' ? 'annotated' : 'raw'
+  return {
+    info,
+    kind,
+    leaf: leaf < 0 ? null : leaf,
+    physical: e.type,
+    unsigned,
+    element: e,
+    maxDefinitionLevel: e.repetition_type === 'REQUIRED' ? 0 : 1,
+    decode,
+    unit: kind === 'timestamp' && e.type === 'INT64' ? timestampUnit(e) : undefined,
+  }
+}
+
+function timestampUnit(e: SchemaElement): 'MILLIS' | 'MICROS' | 'NANOS' {
+  if (e.logical_type?.type === 'TIMESTAMP') return e.logical_type.unit
+  return e.converted_type === 'TIMESTAMP_MICROS' ? 'MICROS' : 'MILLIS'
 }
 
 /** The footer of the Parquet file at `path`: schema, row groups, statistics. No page is read. */
