@@ -124,3 +124,55 @@ t.test('a loaded scope is handed out as an Arrow IPC stream, batch by batch', as
     ['id', 'amount', 'day'],
   )
 })
+
+t.test(
+  'a loaded scope is an apache-arrow Table whose batches share the engine’s string, date and float arrays',
+  async (t) => {
+    const n = 70_000
+    const lines = Array.from(
+      { length: n },
+      (_, i) =>
+        `K${i},${i % 3 === 0 ? '' : ((i % 9000) - 4500) / 100},2024-0${(i % 9) + 1}-1${i % 10},${i / 7},${i % 5},${i % 2 === 0}`,
+    )
+    const dir = t.testdir({ 'rows.csv': `key,amount,day,ratio,qty,ok\n${lines.join('\n')}\n` })
+    const { table } = await loadCsv(join(dir, 'rows.csv'))
+    const arrow = toArrowTable(table, 32_768)
+    t.equal(arrow.numRows, n)
+    t.equal(arrow.batches.length, 3, '32,768-row record batches')
+    t.same(
+      arrow.schema.fields.map((f) => `${f.name}:${String(f.type)}`),
+      ['key:Utf8', 'amount:Decimal[38e+2]', 'day:Date32<DAY>', 'ratio:Float64', 'qty:Int64', 'ok:Bool'],
+    )
+    const [key, , day, ratio] = table.data
+    for (const batch of arrow.batches) {
+      // zero-copy: the batch's buffers are the loaded columns' own memory
+      t.equal(batch.getChildAt(0)!.data[0].values.buffer, key.type === 'string' && key.data.buffer, 'strings shared')
+      t.equal(batch.getChildAt(2)!.data[0].values.buffer, day.type === 'date' && day.values.buffer, 'dates shared')
+      t.equal(
+        batch.getChildAt(3)!.data[0].values.buffer,
+        ratio.type === 'float' && ratio.values.buffer,
+        'floats shared',
+      )
+    }
+    // every row reads back as the engine holds it, across batch boundaries
+    const mismatches: string[] = []
+    for (const i of [0, 1, 32_767, 32_768, 32_769, 65_535, 65_536, n - 1]) {
+      const row = arrow.get(i)!
+      const got = [row.key, row.amount === null ? null : String(row.amount), row.day, row.ratio, row.qty, row.ok]
+      const want = [
+        `K${i}`,
+        i % 3 === 0 ? null : String((i % 9000) - 4500),
+        Date.UTC(2024, i % 9, 10 + (i % 10)),
+        i / 7,
+        BigInt(i % 5),
+        i % 2 === 0,
+      ]
+      if (got.some((v, k) => v !== want[k])) mismatches.push(`${i}: ${got.map(String).join(',')}`)
+    }
+    t.same(mismatches, [])
+    t.equal(
+      toArrowTable({ ...table, length: 0, data: table.data.map((c) => ({ ...c, length: 0 })) as never }).numRows,
+      0,
+    )
+  },
+)

@@ -12,7 +12,7 @@ import { Readable } from 'node:stream'
 import { RecordBatchStreamWriter } from 'apache-arrow'
 import { Type } from 'typebox'
 import { ConcordError } from '../errors.js'
-import { toArrowTable } from '../engine/data/arrow.js'
+import { arrowBatches, arrowSchema } from '../engine/data/arrow.js'
 import type { Table } from '../engine/data/table.js'
 import { Alias, ScopeSet } from '../sources/schemas.js'
 import { IdempotencyHeaders } from '../idempotency.js'
@@ -193,23 +193,19 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
   )
 }
 
-/** Rows per record batch of a streamed scoped table: the event loop is given back between two. */
-const STREAM_BATCH_ROWS = 65_536
-
 /**
- * A table as an Arrow IPC stream, written a record batch at a time with a turn of the event loop
- * between batches. The columns become Arrow once (strings and dates without copying their data)
- * and are sliced, so every batch has the schema the stream began with.
+ * A table as an Arrow IPC stream, a record batch at a time with a turn of the event loop between
+ * batches. Each batch is made when it is written (strings, dates and floats as views of the
+ * loaded arrays, data/arrow.ts), so a large scope is never converted whole on the event loop.
  */
 function arrowStream(table: Table): Readable {
-  const whole = toArrowTable(table)
   const writer = new RecordBatchStreamWriter()
   const out = writer.toNodeStream()
   void (async () => {
     try {
-      writer.reset(undefined, whole.schema)
-      for (let at = 0; at < whole.numRows; at += STREAM_BATCH_ROWS) {
-        for (const batch of whole.slice(at, at + STREAM_BATCH_ROWS).batches) writer.write(batch)
+      writer.reset(undefined, arrowSchema(table))
+      for (const batch of arrowBatches(table)) {
+        writer.write(batch)
         await new Promise((next) => setImmediate(next))
       }
       writer.finish()

@@ -1,10 +1,14 @@
-// Tables as Apache Arrow: for run results on disk (Arrow IPC files) and exports. The column
-// layouts follow Arrow's (column.ts), so strings (offsets + UTF-8 bytes) and dates (Date32 days)
-// pass without copying their data; validity bytes are packed into Arrow's bitmaps, decimal units
-// become Decimal128 at the column's scale, integers and timestamps Int64.
+// Tables as Apache Arrow: loaded scopes handed to other tools, run results on disk (Arrow IPC
+// files) and exports. The column layouts follow Arrow's (column.ts), so strings (offsets + UTF-8
+// bytes), dates (Date32 days) and floats pass without copying their data; validity bytes are
+// packed into Arrow's bitmaps, decimal units become Decimal128 at the column's scale, integers
+// and timestamps Int64.
 
 import {
   Bool,
+  RecordBatch,
+  Schema,
+  Struct,
   type Data,
   DateDay,
   Decimal,
@@ -39,18 +43,29 @@ function bitmap(valid: Uint8Array | null, n: number): { nullBitmap?: Uint8Array;
   return nulls === 0 ? { nullCount: 0 } : { nullBitmap: bits, nullCount: nulls }
 }
 
-export function arrowData(col: Column): Data {
-  const n = col.length
-  const nulls = bitmap(col.valid, n)
+/**
+ * Rows `from`… (`length` of them, all by default) of a column as Arrow data. Strings, dates and
+ * floats are views of the column's own arrays (a string slice's offsets need not start at 0);
+ * the rest is converted.
+ */
+export function arrowData(col: Column, from = 0, length = col.length - from): Data {
+  const n = length
+  const nulls = bitmap(col.valid === null ? null : col.valid.subarray(from, from + n), n)
   switch (col.type) {
     case 'string':
-      return makeData({ type: new Utf8(), length: n, ...nulls, valueOffsets: col.offsets, data: col.data })
+      return makeData({
+        type: new Utf8(),
+        length: n,
+        ...nulls,
+        valueOffsets: col.offsets.subarray(from, from + n + 1),
+        data: col.data,
+      })
     case 'float':
-      return makeData({ type: new Float64(), length: n, ...nulls, data: col.values })
+      return makeData({ type: new Float64(), length: n, ...nulls, data: col.values.subarray(from, from + n) })
     case 'integer':
     case 'timestamp': {
       const data = new BigInt64Array(n)
-      for (let i = 0; i < n; i++) data[i] = BigInt(col.values[i])
+      for (let i = 0; i < n; i++) data[i] = BigInt(col.values[from + i])
       const type = col.type === 'integer' ? new Int64() : new TimestampMillisecond()
       return makeData({ type, length: n, ...nulls, data } as never)
     }
@@ -58,7 +73,7 @@ export function arrowData(col: Column): Data {
       // 128-bit two's complement, four little-endian 32-bit words per value
       const words = new Uint32Array(n * 4)
       for (let i = 0; i < n; i++) {
-        const v = col.values[i]
+        const v = col.values[from + i]
         const high = Math.floor(v / 4294967296)
         words[i * 4] = v - high * 4294967296
         words[i * 4 + 1] = high >>> 0
@@ -69,10 +84,10 @@ export function arrowData(col: Column): Data {
       return makeData({ type: new Decimal(col.scale, DECIMAL_PRECISION, 128), length: n, ...nulls, data: words })
     }
     case 'date':
-      return makeData({ type: new DateDay(), length: n, ...nulls, data: col.values })
+      return makeData({ type: new DateDay(), length: n, ...nulls, data: col.values.subarray(from, from + n) })
     case 'boolean': {
       const bits = new Uint8Array((n + 7) >> 3)
-      for (let i = 0; i < n; i++) if (col.values[i]) bits[i >> 3] |= 1 << (i & 7)
+      for (let i = 0; i < n; i++) if (col.values[from + i]) bits[i >> 3] |= 1 << (i & 7)
       return makeData({ type: new Bool(), length: n, ...nulls, data: bits })
     }
   }
@@ -87,8 +102,40 @@ export function arrowColumns(table: Table, prefix = ''): Record<string, Vector> 
   return out
 }
 
-export function toArrowTable(table: Table): ArrowTable {
-  return new ArrowTable(arrowColumns(table))
+/** Rows per record batch of a table handed over as Arrow. */
+export const ARROW_BATCH_ROWS = 65_536
+
+/** The Arrow schema of a table's columns. */
+export function arrowSchema(table: Table): Schema {
+  return new Schema(
+    table.columns.map(
+      (info, c) => new Field(info.name, arrowData(table.data[c], 0, 0).type, info.nullable || table.data[c].valid !== null),
+    ),
+  )
+}
+
+/**
+ * A table as Arrow record batches of `rows` rows, each converted when it is asked for: a caller
+ * that yields between batches never converts a whole large table at once. Every batch has the
+ * schema arrowSchema gives (an empty table: no batch).
+ */
+export function* arrowBatches(table: Table, rows = ARROW_BATCH_ROWS): Generator<RecordBatch> {
+  const schema = arrowSchema(table)
+  for (let at = 0; at < table.length; at += rows) {
+    const n = Math.min(rows, table.length - at)
+    const children = table.data.map((col) => arrowData(col, at, n))
+    const data = makeData({ type: new Struct(schema.fields), length: n, nullCount: 0, children })
+    yield new RecordBatch(schema, data)
+  }
+}
+
+/**
+ * A table as an apache-arrow Table: record batches over the engine's own arrays — strings, dates
+ * and floats without a copy (arrowData), integers, timestamps, decimals and booleans converted.
+ */
+export function toArrowTable(table: Table, rows = ARROW_BATCH_ROWS): ArrowTable {
+  const batches = [...arrowBatches(table, rows)]
+  return batches.length > 0 ? new ArrowTable(batches) : new ArrowTable(arrowSchema(table))
 }
 
 /** A string column from JS strings (null = NULL). */
