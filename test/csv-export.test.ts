@@ -20,6 +20,7 @@ import { reconcile } from '../src/engine/reconcile.js'
 import type { Recipe } from '../src/recipes/schema.js'
 import { type CommandIO, reconcileCommand } from '../src/runs/cli.js'
 import { csvBatch, csvHeader } from '../src/runs/csv.js'
+import { stringColumn, toArrowTable } from '../src/engine/data/arrow.js'
 import { writeSets } from '../src/runs/write-sets.js'
 import { CsvExporter } from '../src/runs/exporter.js'
 import { matchesPage, unmatchedPage } from '../src/runs/pages.js'
@@ -321,4 +322,23 @@ t.test('two threads write the same CSV files as one, and a helper that fails cos
       `${set}.keys: the same index`,
     )
   }
+})
+
+t.test('a column of plain ASCII bytes still quotes a field with whitespace at an edge', async (t) => {
+  // plain buffers skip the per-byte check (plainBytes): the edges are what is left to look at
+  const values = ['a', ' lead', 'trail ', 'in side', '\tTAB', '', 'z']
+  const table = toArrowTable({
+    columns: [{ name: 'note', type: 'string', nullable: true }],
+    data: [{ ...stringColumn([...values.slice(0, 5), null, ...values.slice(5)]) }],
+    length: values.length + 1,
+  })
+  const batch = table.batches[0]
+  const text = Buffer.concat(csvBatch(table.schema, batch, 'matches')).toString()
+  t.equal(text, 'a\n" lead"\n"trail "\nin side\n"\tTAB"\n\n\nz\n')
+  const mixed = toArrowTable({
+    columns: [{ name: 'note', type: 'string', nullable: false }],
+    data: [stringColumn(['say "hi"', ' lead', 'x'])],
+    length: 3,
+  })
+  t.equal(Buffer.concat(csvBatch(mixed.schema, mixed.batches[0], 'matches')).toString(), '"say ""hi"""\n" lead"\nx\n')
 })

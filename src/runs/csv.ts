@@ -31,6 +31,30 @@ for (const c of [0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x20]) ASCII_SPACE[c] = 1
 const utf8 = new TextDecoder()
 const encoder = new TextEncoder()
 
+/**
+ * Whether a whole UTF-8 buffer is free of the bytes that force quotes and of non-ASCII bytes
+ * (whose edge whitespace would need decoding). Checked once per buffer — a loaded column, or a
+ * stored file's batch, which every slice of it shares — so each of its fields only needs its two
+ * edge bytes looked at before it is copied: checking every byte of every field took as long as
+ * copying it.
+ */
+const cleanBuffers = new WeakMap<Uint8Array, boolean>()
+function plainBytes(bytes: Uint8Array): boolean {
+  let clean = cleanBuffers.get(bytes)
+  if (clean === undefined) {
+    clean = true
+    for (let i = 0; i < bytes.length; i++) {
+      const c = bytes[i]
+      if (c >= 0x80 || SPECIAL[c] === 1) {
+        clean = false
+        break
+      }
+    }
+    cleanBuffers.set(bytes, clean)
+  }
+  return clean
+}
+
 /** Whether a field's bytes must be quoted. */
 function needsQuotes(src: Uint8Array, from: number, to: number): boolean {
   if (from === to) return false
@@ -140,6 +164,12 @@ class Sink {
     }
     buf[at++] = QUOTE
     this.at = at
+  }
+
+  /** A field from bytes of a plain buffer (plainBytes): quoted only for whitespace at an edge. */
+  plainField(src: Uint8Array, from: number, to: number): void {
+    if (from < to && (ASCII_SPACE[src[from]] === 1 || ASCII_SPACE[src[to - 1]] === 1)) return this.field(src, from, to)
+    this.raw(src, from, to)
   }
 
   /** A field from a JS string. */
@@ -280,7 +310,9 @@ function cellOf(field: Field, data: Data): Cell {
   if (DataType.isUtf8(type)) {
     const offsets = data.valueOffsets as Int32Array
     const bytes = data.values as Uint8Array
-    write = (s, i) => s.field(bytes, offsets[i], offsets[i + 1])
+    write = plainBytes(bytes)
+      ? (s, i) => s.plainField(bytes, offsets[i], offsets[i + 1])
+      : (s, i) => s.field(bytes, offsets[i], offsets[i + 1])
   } else if (isStringView(data)) {
     // rows of a loaded column (stringViewData): each written from the column's own bytes
     const indices = data.values as Int32Array
@@ -324,13 +356,14 @@ function cellOf(field: Field, data: Data): Cell {
     // a match's record keys, joined with ';'
     const starts = data.valueOffsets as Int32Array
     const { offsets, bytes, rows } = stringsOf(data.children[0])!
+    const plain = plainBytes(bytes)
     const scratch = new Sink()
     write = (s, i) => {
       const a = starts[i]
       const b = starts[i + 1]
       if (b - a === 1) {
         const r = rows ? rows[a] : a
-        return s.field(bytes, offsets[r], offsets[r + 1])
+        return plain ? s.plainField(bytes, offsets[r], offsets[r + 1]) : s.field(bytes, offsets[r], offsets[r + 1])
       }
       scratch.at = 0
       for (let k = a; k < b; k++) {
@@ -420,6 +453,7 @@ function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): 
       : (i: number) => bytes.subarray(offsets[i], offsets[i + 1])
   }
   const candidateKey = key(candidate)
+  const plainCandidates = plainBytes(stringsOf(candidate)!.bytes)
   const tiedKey = tied ? key(tied) : () => new Uint8Array(0)
   const classes = new Map<string, { fixed: Uint8Array; reason: (Uint8Array | 'candidate' | 'tied')[] }>()
   const scratch = new Sink()
@@ -458,7 +492,8 @@ function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): 
       classes.set(id, cls)
     }
     const cand = found ? candidateKey(i) : emptyKey
-    s.field(cand, 0, cand.length)
+    if (plainCandidates) s.plainField(cand, 0, cand.length)
+    else s.field(cand, 0, cand.length)
     s.raw(cls.fixed)
     scratch.at = 0
     for (const part of cls.reason) {
