@@ -10,7 +10,7 @@
 import { cp, mkdir, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
-import { tableFromIPC } from 'apache-arrow'
+import { tableFromIPC, tableToIPC } from 'apache-arrow'
 import { parse } from 'csv-parse/sync'
 import t from 'tap'
 import { loadConfig } from '../src/config.js'
@@ -341,4 +341,54 @@ t.test('a column of plain ASCII bytes still quotes a field with whitespace at an
     length: 3,
   })
   t.equal(Buffer.concat(csvBatch(mixed.schema, mixed.batches[0], 'matches')).toString(), '"say ""hi"""\n" lead"\nx\n')
+})
+
+t.test('a reason spliced from plain keys is quoted when a key puts whitespace at its edge', async (t) => {
+  // the left key " L1" (a plain buffer: no quote, comma or line break; an Arrow file keeps the
+  // space where CSV and JSON loads trim it) begins the right record's reason
+  const left = toArrowTable({
+    columns: [
+      { name: 'id', type: 'string', nullable: false },
+      { name: 'amount', type: 'decimal', nullable: false, scale: 2 },
+      { name: 'd', type: 'date', nullable: false },
+    ],
+    data: [
+      stringColumn([' L1']),
+      { type: 'decimal', length: 1, valid: null, values: new Float64Array([1000]), scale: 2 },
+      { type: 'date', length: 1, valid: null, values: new Int32Array([19723]) },
+    ],
+    length: 1,
+  })
+  const dir = t.testdir({
+    'left.arrow': Buffer.from(tableToIPC(left, 'file')),
+    'right.csv': 'id,amount,d\nR1,10.00,2024-01-01\nR2,10.00,2024-01-05\n',
+    'recipe.json': JSON.stringify({
+      name: 'edges',
+      left: { source: 'l', key: ['id'] },
+      right: { source: 'r', key: ['id'] },
+      passes: [
+        {
+          name: 'p',
+          pattern: '1:1',
+          when: "l.amount = r.amount AND r.d BETWEEN l.d - INTERVAL '9 days' AND l.d + INTERVAL '9 days'",
+        },
+      ],
+    }),
+  })
+  const config = loadConfig({ DATA_DIR: join(dir, 'data'), ...testEnv })
+  const o = io()
+  const args = [
+    '--left',
+    join(dir, 'left.arrow'),
+    '--right',
+    join(dir, 'right.csv'),
+    '--recipe',
+    join(dir, 'recipe.json'),
+  ]
+  t.equal(await reconcileCommand([...args, '--out', join(dir, 'out')], config, o), 0, o.err())
+  const lines = (await readFile(join(dir, 'out', 'unmatched-right.csv'), 'utf8')).split('\n')
+  t.equal(
+    lines[1],
+    'R2," L1",p,," L1 (it was matched elsewhere) satisfies pass p but was outscored or tied",,R2,10.00,2024-01-05',
+  )
 })

@@ -166,6 +166,20 @@ class Sink {
     this.at = at
   }
 
+  /**
+   * Quotes the field written since `from` when whitespace begins or ends it; its bytes are of
+   * plain buffers (no quote to double), so it is moved one place right between two quotes.
+   */
+  quoteIfEdgeSpace(from: number): void {
+    const to = this.at
+    if (from === to || (ASCII_SPACE[this.buf[from]] !== 1 && ASCII_SPACE[this.buf[to - 1]] !== 1)) return
+    this.ensure(2)
+    this.buf.copyWithin(from + 1, from, to)
+    this.buf[from] = QUOTE
+    this.buf[to + 1] = QUOTE
+    this.at = to + 2
+  }
+
   /** A field from bytes of a plain buffer (plainBytes): quoted only for whitespace at an edge. */
   plainField(src: Uint8Array, from: number, to: number): void {
     if (from < to && (ASCII_SPACE[src[from]] === 1 || ASCII_SPACE[src[to - 1]] === 1)) return this.field(src, from, to)
@@ -453,11 +467,38 @@ function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): 
       : (i: number) => bytes.subarray(offsets[i], offsets[i + 1])
   }
   const candidateKey = key(candidate)
-  const plainCandidates = plainBytes(stringsOf(candidate)!.bytes)
   const tiedKey = tied ? key(tied) : () => new Uint8Array(0)
-  const classes = new Map<string, { fixed: Uint8Array; reason: (Uint8Array | 'candidate' | 'tied')[] }>()
+  // keys of plain buffers (plainBytes) can be spliced into a plain sentence without a check
+  const plainKeys = plainBytes(stringsOf(candidate)!.bytes) && (!tied || plainBytes(stringsOf(tied)!.bytes))
+  // classes by number, not by a string made per row: pass, conjunct, taken, tie
+  const conjuncts = (conjunctNames?.length ?? 0) + 1
+  const classes: (MissClass | undefined)[] = new Array(((passNames?.length ?? 0) + 1) * conjuncts * 4)
   const scratch = new Sink()
   const emptyKey = new Uint8Array(0)
+  const classOf = (p: number, c: number, t: boolean, tie: boolean): MissClass => {
+    const name = p >= 0 ? (passNames?.get(p) as string) : null
+    const miss = {
+      pass: passes.find((x) => x.name === name) ?? null,
+      conjunct: c >= 0 ? (conjunctNames?.get(c) as string) : null,
+      candidate: p >= 0 ? CANDIDATE : null,
+      taken: t,
+      tiedWith: tie ? TIED : null,
+    }
+    const d = describeUnmatched(miss, side, passes)
+    const fixed = new Sink()
+    fixed.byte(COMMA)
+    if (d.failed?.pass) fixed.text(d.failed.pass)
+    fixed.byte(COMMA)
+    if (d.failed?.conjunct) fixed.text(d.failed.conjunct)
+    fixed.byte(COMMA)
+    fixed.cut()
+    // the reason split at the placeholders: text, key, text, key, text
+    const reason = d.reason
+      .split(/([\uE000\uE001])/)
+      .map((part) => (part === CANDIDATE ? 'candidate' : part === TIED ? 'tied' : encoder.encode(part)))
+    const plain = plainKeys && reason.every((part) => typeof part === 'string' || plainBytes(part))
+    return { fixed: fixed.full[0], reason, plain }
+  }
   return (s, i) => {
     const found = hasCandidate(i)
     const p = found ? passIndex[i] : -1
@@ -465,50 +506,37 @@ function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): 
     const t = found && wasTaken(i)
     const tiedTo = hasTie(i)
     const tie = found && tiedTo
-    const id = `${p}:${c}:${t ? 1 : 0}:${tie ? 1 : 0}`
-    let cls = classes.get(id)
-    if (!cls) {
-      const name = p >= 0 ? (passNames?.get(p) as string) : null
-      const miss = {
-        pass: passes.find((x) => x.name === name) ?? null,
-        conjunct: c >= 0 ? (conjunctNames?.get(c) as string) : null,
-        candidate: found ? CANDIDATE : null,
-        taken: t,
-        tiedWith: tie ? TIED : null,
-      }
-      const d = describeUnmatched(miss, side, passes)
-      const fixed = new Sink()
-      fixed.byte(COMMA)
-      if (d.failed?.pass) fixed.text(d.failed.pass)
-      fixed.byte(COMMA)
-      if (d.failed?.conjunct) fixed.text(d.failed.conjunct)
-      fixed.byte(COMMA)
-      fixed.cut()
-      // the reason split at the placeholders: text, key, text, key, text
-      const reason = d.reason
-        .split(/([\uE000\uE001])/)
-        .map((part) => (part === CANDIDATE ? 'candidate' : part === TIED ? 'tied' : encoder.encode(part)))
-      cls = { fixed: fixed.full[0], reason }
-      classes.set(id, cls)
-    }
+    const id = (((p + 1) * conjuncts + (c + 1)) * 2 + (t ? 1 : 0)) * 2 + (tie ? 1 : 0)
+    const cls = (classes[id] ??= classOf(p, c, t, tie))
     const cand = found ? candidateKey(i) : emptyKey
-    if (plainCandidates) s.plainField(cand, 0, cand.length)
+    if (plainKeys) s.plainField(cand, 0, cand.length)
     else s.field(cand, 0, cand.length)
     s.raw(cls.fixed)
-    scratch.at = 0
-    for (const part of cls.reason) {
-      if (part === 'candidate') scratch.raw(cand)
-      else if (part === 'tied') scratch.raw(tiedKey(i))
-      else scratch.raw(part)
+    if (cls.plain) {
+      // written in place; quoted after all only when whitespace ends up at an edge
+      const from = s.at
+      for (const part of cls.reason) s.raw(part === 'candidate' ? cand : part === 'tied' ? tiedKey(i) : part)
+      s.quoteIfEdgeSpace(from)
+    } else {
+      scratch.at = 0
+      for (const part of cls.reason) scratch.raw(part === 'candidate' ? cand : part === 'tied' ? tiedKey(i) : part)
+      const reason = scratch.bytes()
+      s.field(reason, 0, reason.length)
     }
-    const reason = scratch.bytes()
-    s.field(reason, 0, reason.length)
     s.byte(COMMA)
     if (tiedTo) {
       const k = tiedKey(i)
       s.field(k, 0, k.length)
     }
   }
+}
+
+/** A class of nearest misses: its fixed cells and its reason with places for the two keys. */
+interface MissClass {
+  fixed: Uint8Array
+  reason: (Uint8Array | 'candidate' | 'tied')[]
+  /** Every text part and key is of a plain buffer: the reason needs quotes only for edge whitespace. */
+  plain: boolean
 }
 
 /** A probabilistic match's waterfall as one readable cell: "prior -3.1; memo token_set >= 0.95 +11.149; …". */
