@@ -330,8 +330,18 @@ function cellOf(field: Field, data: Data): Cell {
   } else if (isStringView(data)) {
     // rows of a loaded column (stringViewData): each written from the column's own bytes
     const indices = data.values as Int32Array
-    const value = cellOf(field, data.dictionary!.data[0])
-    write = (s, i) => value(s, indices[i])
+    const column = data.dictionary!.data[0]
+    if (validity(column) === null && plainBytes(column.values as Uint8Array)) {
+      const offsets = column.valueOffsets as Int32Array
+      const bytes = column.values as Uint8Array
+      write = (s, i) => {
+        const r = indices[i]
+        s.plainField(bytes, offsets[r], offsets[r + 1])
+      }
+    } else {
+      const value = cellOf(field, column)
+      write = (s, i) => value(s, indices[i])
+    }
   } else if (DataType.isDictionary(type)) {
     const indices = data.values as Int32Array
     const values = encodedValues(data.dictionary)
