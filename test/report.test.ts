@@ -160,6 +160,30 @@ t.test('refusals: no such run 404, a failed run 409, bad top 400; a dry run show
   t.match(refused.json(), { error: 'results_not_ready', message: /is failed/ })
 })
 
+t.test("a viewer reads its workspace's report; another workspace gets a 404, no key a 401", async (t) => {
+  const ROOT = 'root-key-for-report-tests-0123456789'
+  const app = await reportApp(t, { files: exampleFiles(), env: { CONCORD_ADMIN_KEY: ROOT } })
+  const as = (key?: string) => (method: 'GET' | 'POST', url: string, payload?: object) =>
+    app.inject({ method, url, payload, headers: key ? { authorization: `Bearer ${key}` } : {} })
+  const root = as(ROOT)
+  const a = as((await root('POST', '/api/workspaces', { name: 'acme' })).json().admin_key)
+  const b = as((await root('POST', '/api/workspaces', { name: 'globex' })).json().admin_key)
+  for (const [alias, type, path] of SOURCES)
+    t.equal((await a('POST', '/api/sources', { alias, type, path })).statusCode, 201)
+  const started = (await a('POST', '/api/runs', { recipe: examplesRecipe })).json()
+  for (let i = 0; (await a('GET', `/api/runs/${started.id}`)).json().status !== 'completed'; i++) {
+    if (i > 2400) throw new Error('the run did not complete')
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  const viewer = as((await a('POST', '/api/keys', { name: 'v', role: 'viewer' })).json().key)
+  const url = `/api/runs/${started.id}/report`
+  t.equal((await viewer('GET', url)).statusCode, 200, 'a viewer reads the report')
+  const other = await b('GET', url)
+  t.equal(other.statusCode, 404, 'another workspace cannot see that the run exists')
+  t.match(other.json(), { error: 'run_not_found' })
+  t.equal((await as()('GET', url)).statusCode, 401, 'no key, no report')
+})
+
 t.test(
   'exceptions by age come from the injected provider; none, or a failing provider, leave the report standing',
   async (t) => {
