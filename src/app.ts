@@ -27,7 +27,9 @@ import chatRoutes from './routes/chat.js'
 import healthRoutes from './routes/health.js'
 import keyRoutes from './routes/keys.js'
 import recipeRoutes from './routes/recipes.js'
+import reportRoutes from './routes/report.js'
 import runRoutes from './routes/runs.js'
+import type { ExceptionAging } from './runs/report/report.js'
 import { runWireSchemas } from './runs/schema.js'
 import runs from './runs/service.js'
 import sourceRoutes from './routes/sources.js'
@@ -41,6 +43,8 @@ export interface AppOptions {
   /** Share an open database (tests); otherwise the app opens and closes its own. */
   database?: ServiceDatabase
   logger?: FastifyServerOptions['logger']
+  /** The run report's exception aging (src/runs/report/report.ts); without it the report says none are recorded. */
+  exceptionAging?: ExceptionAging
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
@@ -156,6 +160,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(sourceRoutes)
   await app.register(recipeRoutes)
   await app.register(runRoutes)
+  await app.register(reportRoutes, { exceptionAging: opts.exceptionAging })
   await app.register(aiRoutes)
   await app.register(chatRoutes)
   await app.register(keyRoutes)

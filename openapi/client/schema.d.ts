@@ -138,7 +138,7 @@ export interface paths {
                     "application/json": {
                         /** @description a name for the source: a letter, then letters, digits or _ (at most 63) */
                         alias: string;
-                        /** @description source type: arrow, csv, json, postgres */
+                        /** @description source type: arrow, csv, json, parquet, postgres */
                         type: string;
                     } & {
                         [key: string]: unknown;
@@ -1464,6 +1464,74 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{id}/report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A completed run's report as an HTML page: match rate and amounts per side and pass, unmatched by reason, delta histograms, the largest unmatched records, exceptions by age; print it for a PDF */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description unmatched records listed per side */
+                    top?: number;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the report page (self-contained: inline styles and SVG, no script) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
