@@ -75,6 +75,8 @@ const ConfigSchema = Type.Object({
   WEBHOOK_POLL_MS: Type.Integer({ minimum: 10, default: 1000 }),
   /** Deliveries in flight at once per instance. */
   WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4 }),
+  /** Delivered and dead deliveries (and their attempts) are kept this many days for the delivery log. */
+  WEBHOOK_RETENTION_DAYS: Type.Integer({ minimum: 1, default: 30 }),
 })
 
 export type EnvConfig = Static<typeof ConfigSchema>
@@ -122,6 +124,7 @@ export interface WebhookConfig {
   backoffMaxMs: number
   pollMs: number
   concurrency: number
+  retentionDays: number
 }
 
 /** Reads the configuration from `env`; throws one readable error listing every bad variable. */
@@ -180,6 +183,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       backoffMaxMs: c.WEBHOOK_BACKOFF_MAX_MS,
       pollMs: c.WEBHOOK_POLL_MS,
       concurrency: c.WEBHOOK_CONCURRENCY,
+      retentionDays: c.WEBHOOK_RETENTION_DAYS,
     },
   }
 }

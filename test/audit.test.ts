@@ -472,3 +472,37 @@ t.test('parallel requests on PostgreSQL append one unbroken chain', async (t) =>
   )
   t.match((await app.inject('/api/audit/verify')).json(), { ok: false, checked: 16, first_broken: { seq: 17 } })
 })
+
+t.test('a bulk append links every row, across workspaces and batches', async (t) => {
+  const { app } = await testApp(t)
+  await app.keys.createWorkspace('acme')
+  const entry = (ws: string, i: number) => ({
+    workspace: ws,
+    actor: 'system',
+    action: 'exception.resolved',
+    entity: { type: 'exception' as const, id: `e${i}` },
+    before: { status: 'open' },
+    after: { status: 'resolved', i },
+  })
+  await app.audit.record(app.db, entry('default', -1))
+  // 1,300 rows in one transaction: three INSERT batches in default, one in acme
+  await app.db.transaction().execute((tx) =>
+    app.audit.recordMany(
+      tx,
+      Array.from({ length: 1300 }, (_, i) => entry(i % 13 === 0 ? 'acme' : 'default', i)),
+    ),
+  )
+  await app.audit.record(app.db, entry('default', 9999))
+  t.same(await app.audit.verify('default'), {
+    ok: true,
+    checked: 1202,
+    head: { seq: 1202, hash: (await app.audit.list('default', { limit: 1 })).entries[0].hash },
+  })
+  t.match(await app.audit.verify('acme'), { ok: true, checked: 101 }, 'the workspace creation and 100 rows')
+  // in the order given
+  const page = await app.audit.list('default', { order: 'asc', limit: 4 })
+  t.same(
+    page.entries.map((e) => e.entity.id),
+    ['e-1', 'e1', 'e2', 'e3'],
+  )
+})

@@ -8,6 +8,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { FastifyInstance } from 'fastify'
+import { sql } from 'kysely'
 import t from 'tap'
 import { createConcordClient } from '../openapi/client/index.js'
 import { freshDatabase, testApp } from './helpers/app.js'
@@ -553,4 +554,70 @@ t.test('the typed client covers webhooks and the audit trail', async (t) => {
   t.equal((await concord.DELETE('/api/webhooks/{id}', { params: { path: { id } } })).response.status, 204)
   const gone = await concord.GET('/api/webhooks/{id}', { params: { path: { id } } })
   t.equal(gone.error?.error, 'webhook_not_found')
+})
+
+t.test('secrets are sealed at rest; a bulk emit queues each event; finished deliveries are pruned', async (t) => {
+  const { app } = await testApp(t, {
+    env: { ...fast, CONCORD_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'), WEBHOOK_RETENTION_DAYS: '7' },
+  })
+  const hooks = await receiver(t)
+  const a = await subscribe(app, hooks.url, ['exception.created'])
+  const b = await subscribe(app, `${hooks.url}?b`, ['exception.created', 'exception.resolved'])
+  const stored = await app.db.selectFrom('webhooks').select(['id', 'secret']).orderBy('created_at').execute()
+  for (const row of stored) {
+    t.match(row.secret, /^v1\./, 'sealed with CONCORD_SECRET_KEY')
+    t.notOk(row.secret.includes('whsec_'))
+  }
+  await app.webhooks.emitMany(
+    app.db,
+    'default',
+    'exception.created',
+    Array.from({ length: 5 }, (_, i) => ({ exception: { n: i } })),
+  )
+  await hooks.waitFor(10)
+  // each receiver checks with the secret it was shown: the dispatcher unsealed it to sign
+  for (const r of hooks.received) {
+    const secret = r.path.endsWith('?b') ? b.secret : a.secret
+    t.match(verifyDelivery({ secret, body: r.body, timestamp: r.timestamp, signature: r.signature }), { ok: true })
+  }
+  t.same(
+    hooks.received
+      .filter((r) => r.path.endsWith('?b'))
+      .map((r) => JSON.parse(r.body).data.exception.n)
+      .sort(),
+    [0, 1, 2, 3, 4],
+  )
+  await until(
+    'delivered',
+    async () =>
+      (await app.db.selectFrom('webhook_outbox').select('status').where('status', '=', 'delivered').execute()).length,
+    (n) => n === 10,
+  )
+  // two delivered long ago, one dead long ago, one pending since long ago: only the finished old ones go
+  const ids = (await app.db.selectFrom('webhook_outbox').select('id').orderBy('id').execute()).map((r) => r.id)
+  await app.db
+    .updateTable('webhook_outbox')
+    .set({ finished_at: sql`now() - interval '8 days'` })
+    .where('id', 'in', ids.slice(0, 3))
+    .execute()
+  await app.db.updateTable('webhook_outbox').set({ status: 'dead' }).where('id', '=', ids[2]).execute()
+  await app.db
+    .updateTable('webhook_outbox')
+    .set({ status: 'pending', finished_at: null, next_attempt_at: sql`now() + interval '1 day'` })
+    .where('id', '=', ids[3])
+    .execute()
+  t.equal(await app.webhooks.dispatcher.prune(), 3)
+  const left = (await app.db.selectFrom('webhook_outbox').select('id').orderBy('id').execute()).map((r) => r.id)
+  t.same(left, ids.slice(3))
+  t.equal(
+    (
+      await app.db
+        .selectFrom('webhook_attempts')
+        .select('delivery_id')
+        .where('delivery_id', 'in', ids.slice(0, 3))
+        .execute()
+    ).length,
+    0,
+    'their attempts went with them',
+  )
 })

@@ -34,6 +34,9 @@ interface Outcome {
   aborted: boolean
 }
 
+/** How often finished deliveries past their retention are deleted. */
+const PRUNE_EVERY_MS = 3_600_000
+
 /** How long a claim holds a row: past one attempt's timeout, so a live attempt is never claimed twice. */
 const leaseMs = (timeoutMs: number) => 2 * timeoutMs + 5000
 
@@ -46,6 +49,8 @@ export class Dispatcher {
   /** The last claim filled every free slot: more may be due, so the next tick comes sooner. */
   private backlog = false
   private readonly inFlight = new Map<string, { abort: AbortController; done: Promise<void> }>()
+  /** When finished deliveries were last pruned (ms). */
+  private prunedAt = 0
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -93,6 +98,7 @@ export class Dispatcher {
     if (this.stopped || this.ticking) return
     this.ticking = true
     try {
+      if (Date.now() - this.prunedAt > PRUNE_EVERY_MS) await this.prune()
       const room = this.config.concurrency - this.inFlight.size
       if (room > 0) {
         const claimed = await this.claim(room)
@@ -105,6 +111,17 @@ export class Dispatcher {
       this.ticking = false
       this.schedule(this.config.pollMs)
     }
+  }
+
+  /** Forgets deliveries finished more than WEBHOOK_RETENTION_DAYS ago (their attempts go with them). */
+  async prune(): Promise<number> {
+    this.prunedAt = Date.now()
+    const rows = await this.db
+      .deleteFrom('webhook_outbox')
+      .where('status', 'in', ['delivered', 'dead'])
+      .where('finished_at', '<', sql<Date>`now() - ${`${this.config.retentionDays} days`}::interval`)
+      .executeTakeFirst()
+    return Number(rows.numDeletedRows)
   }
 
   private async claim(n: number): Promise<Claimed[]> {

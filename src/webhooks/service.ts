@@ -44,6 +44,9 @@ export interface WebhookInput {
 
 const iso = (d: Date | string) => new Date(d).toISOString()
 
+/** Outbox rows per INSERT of a bulk emit. */
+const OUTBOX_BATCH = 1000
+
 export class WebhooksService {
   constructor(
     private readonly db: Kysely<Database>,
@@ -59,26 +62,35 @@ export class WebhooksService {
    * The body (and so the signature's input) is fixed now: every attempt sends the same bytes.
    */
   async emit(db: Executor, workspace: string, event: WebhookEvent, payload: object): Promise<void> {
+    return this.emitMany(db, workspace, event, [payload])
+  }
+
+  /** Several events of one kind (a bulk operation's): one lookup of the subscriptions, batched inserts. */
+  async emitMany(db: Executor, workspace: string, event: WebhookEvent, payloads: object[]): Promise<void> {
+    if (!payloads.length) return
     const subscribed = (
       await db
         .selectFrom('webhooks')
         .select(['id', 'events'])
         .where('workspace_id', '=', workspace)
         .where('active', '=', true)
+        .orderBy('id')
         .execute()
     ).filter((w) => (JSON.parse(w.events) as string[]).includes(event))
     if (!subscribed.length) return
     const createdAt = new Date().toISOString()
-    await db
-      .insertInto('webhook_outbox')
-      .values(
-        subscribed.map((w) => {
-          const id = randomUUID()
-          const body = JSON.stringify({ id, event, created_at: createdAt, workspace, data: payload })
-          return { id, webhook_id: w.id, workspace_id: workspace, event, body }
-        }),
-      )
-      .execute()
+    const rows = payloads.flatMap((data) =>
+      subscribed.map((w) => {
+        const id = randomUUID()
+        const body = JSON.stringify({ id, event, created_at: createdAt, workspace, data })
+        return { id, webhook_id: w.id, workspace_id: workspace, event, body }
+      }),
+    )
+    for (let i = 0; i < rows.length; i += OUTBOX_BATCH)
+      await db
+        .insertInto('webhook_outbox')
+        .values(rows.slice(i, i + OUTBOX_BATCH))
+        .execute()
   }
 
   async create(ws: string, input: WebhookInput, by: Attribution = SYSTEM): Promise<WebhookView & { secret: string }> {
