@@ -37,6 +37,12 @@ import connectors from './sources/registry.js'
 import { sharedSchemas } from './sources/schemas.js'
 import sources from './sources/service.js'
 import { findNul, typeboxValidator } from './validation.js'
+import audit from './audit/service.js'
+import { auditWireSchemas } from './audit/schema.js'
+import auditRoutes from './routes/audit.js'
+import webhookRoutes from './routes/webhooks.js'
+import webhooks from './webhooks/service.js'
+import { webhookWireSchemas } from './webhooks/schema.js'
 
 export interface AppOptions {
   config: Config
@@ -60,7 +66,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('config', opts.config)
-  const schemas = [...sharedSchemas, ...recipeWireSchemas, ...runWireSchemas]
+  const schemas = [
+    ...sharedSchemas,
+    ...recipeWireSchemas,
+    ...runWireSchemas,
+    ...auditWireSchemas,
+    ...webhookWireSchemas,
+  ]
   for (const schema of schemas) app.addSchema(schema)
   app.setValidatorCompiler(typeboxValidator(schemas))
   app.setErrorHandler(errorHandler)
@@ -108,6 +120,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'ai', description: 'Stateless reasoning tools: mappings, filters, proposals, rules, recipes' },
         { name: 'chat', description: 'The chat agent: turns, sessions, events, phases' },
         { name: 'access', description: 'API keys and workspaces' },
+        { name: 'audit', description: 'The hash-chained audit trail of every change, and its verification' },
+        {
+          name: 'webhooks',
+          description: 'Subscriptions to run and exception events, signed and retried; delivery logs',
+        },
         { name: 'ops', description: 'Health and readiness' },
       ],
     },
@@ -143,6 +160,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(multipart, { limits: { fileSize: opts.config.maxUploadBytes, files: 1, fields: 10 } })
 
   await app.register(dbPlugin, { database: opts.database })
+  // the audit trail and the webhook outbox before every service that records into them
+  await app.register(audit)
+  await app.register(webhooks)
   await app.register(auth)
   await app.register(idempotency)
   await app.register(connectors)
@@ -164,6 +184,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(aiRoutes)
   await app.register(chatRoutes)
   await app.register(keyRoutes)
+  await app.register(auditRoutes)
+  await app.register(webhookRoutes)
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   return app
 }

@@ -60,6 +60,23 @@ const ConfigSchema = Type.Object({
   RUN_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
   /** How often an instance says it lives; its runs are taken over after five beats of silence. */
   RUN_HEARTBEAT_MS: Type.Integer({ minimum: 50, default: 2000 }),
+  /** Webhook receivers on private, loopback or link-local networks are refused unless this is true. */
+  WEBHOOK_ALLOW_PRIVATE: Type.Boolean({ default: false }),
+  /** Receivers allowed even on private networks: host names, addresses or CIDRs, comma-separated. */
+  WEBHOOK_ALLOW_HOSTS: Type.String({ default: '' }),
+  /** How long one delivery attempt may take (connect, send, response headers). */
+  WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10_000 }),
+  /** Attempts of one delivery before it is marked dead. */
+  WEBHOOK_MAX_ATTEMPTS: Type.Integer({ minimum: 1, maximum: 100, default: 12 }),
+  /** The first retry's delay; each next one doubles (with jitter), up to WEBHOOK_BACKOFF_MAX_MS. */
+  WEBHOOK_BACKOFF_MS: Type.Integer({ minimum: 1, default: 10_000 }),
+  WEBHOOK_BACKOFF_MAX_MS: Type.Integer({ minimum: 1, default: 3_600_000 }),
+  /** How often the dispatcher looks for due deliveries. */
+  WEBHOOK_POLL_MS: Type.Integer({ minimum: 10, default: 1000 }),
+  /** Deliveries in flight at once per instance. */
+  WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4 }),
+  /** Delivered and dead deliveries (and their attempts) are kept this many days for the delivery log. */
+  WEBHOOK_RETENTION_DAYS: Type.Integer({ minimum: 1, default: 30 }),
 })
 
 export type EnvConfig = Static<typeof ConfigSchema>
@@ -94,6 +111,20 @@ export interface Config {
   rateLimitPerMinute: number
   maxEventLoopDelayMs: number
   maxHeapUsedBytes: number
+  webhooks: WebhookConfig
+}
+
+export interface WebhookConfig {
+  allowPrivate: boolean
+  /** Host names (lowercase), addresses and CIDRs a receiver may be on even when private. */
+  allowHosts: string[]
+  timeoutMs: number
+  maxAttempts: number
+  backoffMs: number
+  backoffMaxMs: number
+  pollMs: number
+  concurrency: number
+  retentionDays: number
 }
 
 /** Reads the configuration from `env`; throws one readable error listing every bad variable. */
@@ -141,6 +172,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,
     maxEventLoopDelayMs: c.MAX_EVENT_LOOP_DELAY_MS,
     maxHeapUsedBytes: c.MAX_HEAP_USED_BYTES,
+    webhooks: {
+      allowPrivate: c.WEBHOOK_ALLOW_PRIVATE,
+      allowHosts: c.WEBHOOK_ALLOW_HOSTS.split(',')
+        .map((h) => h.trim().toLowerCase())
+        .filter(Boolean),
+      timeoutMs: c.WEBHOOK_TIMEOUT_MS,
+      maxAttempts: c.WEBHOOK_MAX_ATTEMPTS,
+      backoffMs: c.WEBHOOK_BACKOFF_MS,
+      backoffMaxMs: c.WEBHOOK_BACKOFF_MAX_MS,
+      pollMs: c.WEBHOOK_POLL_MS,
+      concurrency: c.WEBHOOK_CONCURRENCY,
+      retentionDays: c.WEBHOOK_RETENTION_DAYS,
+    },
   }
 }
 

@@ -5,6 +5,7 @@
 
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
+import { type Attribution, type AuditService, SYSTEM } from '../audit/service.js'
 import type { Database, Role } from '../db/schema.js'
 import { ConcordError, notFound } from '../errors.js'
 
@@ -18,6 +19,8 @@ export interface Principal {
   keyId: string | null
   /** May create workspaces (the bootstrap key, or open mode). */
   root: boolean
+  /** Open mode: no key was needed (the audit trail tells it from the bootstrap key). */
+  open?: true
 }
 
 export const hashKey = (key: string) => createHash('sha256').update(key).digest('hex')
@@ -45,6 +48,8 @@ export class KeysService {
   constructor(
     private readonly db: Kysely<Database>,
     bootstrapKey?: string,
+    /** Key and workspace changes are appended to the audit trail with the change. */
+    private readonly audit?: AuditService,
   ) {
     this.bootstrapHash = bootstrapKey ? hashKey(bootstrapKey) : undefined
   }
@@ -95,15 +100,32 @@ export class KeysService {
   }
 
   /** A new key; its secret is returned here and never again. */
-  async create(workspace: string, name: string, role: Role): Promise<KeyView & { key: string }> {
+  async create(
+    workspace: string,
+    name: string,
+    role: Role,
+    by: Attribution = SYSTEM,
+  ): Promise<KeyView & { key: string }> {
     await this.workspace(workspace)
     const key = `ck_${randomBytes(32).toString('base64url')}`
     const id = randomUUID()
-    await this.db
-      .insertInto('api_keys')
-      .values({ id, workspace_id: workspace, name, role, key_hash: hashKey(key), prefix: key.slice(0, 10) })
-      .execute()
-    return { ...(await this.get(workspace, id)), key }
+    const created = await this.db.transaction().execute(async (tx) => {
+      const row = await tx
+        .insertInto('api_keys')
+        .values({ id, workspace_id: workspace, name, role, key_hash: hashKey(key), prefix: key.slice(0, 10) })
+        .returningAll()
+        .executeTakeFirstOrThrow()
+      // the key's view (prefix, never the secret or its hash)
+      await this.audit?.record(tx, {
+        workspace,
+        ...by,
+        action: 'key.created',
+        entity: { type: 'key', id },
+        after: view(row),
+      })
+      return view(row)
+    })
+    return { ...created, key }
   }
 
   async list(workspace: string): Promise<KeyView[]> {
@@ -127,13 +149,36 @@ export class KeysService {
     return view(row)
   }
 
-  async revoke(workspace: string, id: string): Promise<KeyView> {
-    await this.get(workspace, id)
-    await this.db.updateTable('api_keys').set({ revoked_at: new Date() }).where('id', '=', id).execute()
-    return this.get(workspace, id)
+  async revoke(workspace: string, id: string, by: Attribution = SYSTEM): Promise<KeyView> {
+    return this.db.transaction().execute(async (tx) => {
+      const current = await tx
+        .selectFrom('api_keys')
+        .selectAll()
+        .where('workspace_id', '=', workspace)
+        .where('id', '=', id)
+        .forUpdate()
+        .executeTakeFirst()
+      if (!current) throw notFound('key', id, 'GET /api/keys lists the keys of your workspace')
+      const before = view(current)
+      const row = await tx
+        .updateTable('api_keys')
+        .set({ revoked_at: new Date() })
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirstOrThrow()
+      await this.audit?.record(tx, {
+        workspace,
+        ...by,
+        action: 'key.revoked',
+        entity: { type: 'key', id },
+        before,
+        after: view(row),
+      })
+      return view(row)
+    })
   }
 
-  async createWorkspace(name: string): Promise<{ id: string; name: string }> {
+  async createWorkspace(name: string, by: Attribution = SYSTEM): Promise<{ id: string; name: string }> {
     const id = name
     if (!/^[a-z][a-z0-9_-]{0,62}$/.test(id))
       throw new ConcordError(
@@ -144,7 +189,17 @@ export class KeysService {
       )
     const exists = await this.db.selectFrom('workspaces').select('id').where('id', '=', id).executeTakeFirst()
     if (exists) throw new ConcordError('duplicate_workspace', `workspace "${name}" exists`, 409)
-    await this.db.insertInto('workspaces').values({ id, name }).execute()
+    await this.db.transaction().execute(async (tx) => {
+      await tx.insertInto('workspaces').values({ id, name }).execute()
+      // the new workspace's chain starts with its own creation
+      await this.audit?.record(tx, {
+        workspace: id,
+        ...by,
+        action: 'workspace.created',
+        entity: { type: 'workspace', id },
+        after: { id, name },
+      })
+    })
     return { id, name }
   }
 

@@ -26,7 +26,7 @@ declare module 'fastify' {
 
 const PUBLIC = /^\/(health|ready|metrics|docs|openapi\.json)(\/|\?|$)/
 
-const OPEN: Principal = { workspace: 'default', role: 'admin', keyId: null, root: true }
+const OPEN: Principal = { workspace: 'default', role: 'admin', keyId: null, root: true, open: true }
 
 /** The probes' routes: reachable without a key, and exempt from the rate limit and the overload guard. */
 const PROBE_ROUTES = new Set(['/health', '/ready', '/metrics'])
@@ -58,7 +58,7 @@ export async function rateLimitKey(request: FastifyRequest): Promise<string> {
 
 export default fp(
   async (app) => {
-    const keys = new KeysService(app.db, app.config.adminKey)
+    const keys = new KeysService(app.db, app.config.adminKey, app.audit)
     app.decorate('keys', keys)
     app.decorateRequest('principal', null as unknown as Principal)
     app.addHook('onReady', async () => {
@@ -96,5 +96,5 @@ export default fp(
         )
     })
   },
-  { name: 'auth', dependencies: ['db'] },
+  { name: 'auth', dependencies: ['db', 'audit'] },
 )

@@ -156,6 +156,74 @@ export interface ApiKeysTable {
   revoked_at: Date | null
 }
 
+/** One link of a workspace's audit chain (src/audit/). Text columns hold exactly what was hashed. */
+export interface AuditLogTable {
+  workspace_id: string
+  seq: number
+  /** ISO 8601 UTC with milliseconds, as hashed. */
+  at: string
+  actor: string
+  action: string
+  entity_type: string
+  entity_id: string
+  /** Canonical JSON of the entity before the change, as hashed; null for a creation. */
+  before: string | null
+  /** Canonical JSON of the entity after the change, as hashed; null for a deletion. */
+  after: string | null
+  request_id: string | null
+  prev_hash: string
+  hash: string
+}
+
+/** The last link of each workspace's audit chain; appenders lock its row. */
+export interface AuditHeadsTable {
+  workspace_id: string
+  seq: number
+  hash: string
+}
+
+export interface WebhooksTable {
+  id: string
+  workspace_id: string
+  url: string
+  /** JSON array of event names. */
+  events: string
+  /** The signing secret, sealed when CONCORD_SECRET_KEY is set. */
+  secret: string
+  active: ColumnType<boolean, boolean | undefined, boolean>
+  created_at: ColumnType<Date, never, never>
+  updated_at: ColumnType<Date, never, Date>
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'dead'
+
+/** One event for one subscription (the transactional outbox); its id is the delivery id. */
+export interface WebhookOutboxTable {
+  id: string
+  webhook_id: string
+  workspace_id: string
+  event: string
+  body: string
+  status: ColumnType<DeliveryStatus, DeliveryStatus | undefined, DeliveryStatus>
+  attempts: ColumnType<number, number | undefined, number>
+  next_attempt_at: ColumnType<Date, Date | undefined, unknown>
+  lease_owner: string | null
+  lease_until: ColumnType<Date | null, never, unknown>
+  last_error: string | null
+  created_at: ColumnType<Date, never, never>
+  finished_at: ColumnType<Date | null, never, unknown>
+}
+
+export interface WebhookAttemptsTable {
+  delivery_id: string
+  attempt: number
+  webhook_id: string
+  status_code: number | null
+  error: string | null
+  duration_ms: number
+  at: ColumnType<Date, never, never>
+}
+
 export interface Database {
   sources: SourcesTable
   recipes: RecipesTable
@@ -169,6 +237,11 @@ export interface Database {
   session_snapshots: SessionSnapshotsTable
   workspaces: WorkspacesTable
   api_keys: ApiKeysTable
+  audit_log: AuditLogTable
+  audit_heads: AuditHeadsTable
+  webhooks: WebhooksTable
+  webhook_outbox: WebhookOutboxTable
+  webhook_attempts: WebhookAttemptsTable
 }
 
 export type SourceRow = Selectable<SourcesTable>

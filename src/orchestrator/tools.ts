@@ -80,7 +80,9 @@ async function waitForRun(
 async function run(app: FastifyInstance, ws: string, s: SessionState, mode: 'sample' | 'full'): Promise<ToolOutcome> {
   if (!s.recipe_draft) throw new ConcordError('no_recipe', 'there is no recipe draft yet', 400, 'build one first')
   // a sample run reads this session's scoped tables, as they are when it starts
-  const started = await app.runs.start(ws, { recipe: s.recipe_draft, mode }, null, undefined, s.id)
+  const started = await app.runs.start(ws, { recipe: s.recipe_draft, mode }, null, undefined, s.id, {
+    actor: `chat:${s.id}`,
+  })
   const done = await waitForRun(app, ws, started.id)
   if (done.status !== 'completed' || !done.summary)
     throw new ConcordError('run_failed', `the ${mode} run ${done.status}: ${JSON.stringify(done.error)}`, 400)

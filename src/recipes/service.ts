@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Kysely } from 'kysely'
+import { type Attribution, type AuditService, SYSTEM } from '../audit/service.js'
 import type { Database, RecipeRow } from '../db/schema.js'
 import { nearestNames } from '../language/similarity.js'
 import { ConcordError, notFound } from '../errors.js'
@@ -42,6 +43,8 @@ export class RecipesService {
     private readonly db: Kysely<Database>,
     private readonly sources: SourcesService,
     private readonly log: FastifyBaseLogger,
+    /** Creations, new versions and deletions are appended to the audit trail with the change. */
+    private readonly audit?: AuditService,
   ) {}
 
   /**
@@ -171,42 +174,65 @@ export class RecipesService {
     return explainRecipe(recipe, schemas, models)
   }
 
-  async create(ws: string, input: unknown): Promise<RecipeView> {
+  async create(ws: string, input: unknown, by: Attribution = SYSTEM): Promise<RecipeView> {
     const { recipe } = await this.checked(ws, input)
     const id = randomUUID()
     await this.db.transaction().execute(async (tx) => {
       await tx.insertInto('recipes').values({ id, workspace_id: ws, name: recipe.name, latest_version: 1 }).execute()
+      const body = { ...recipe, version: 1 }
       await tx
         .insertInto('recipe_versions')
-        .values({ recipe_id: id, version: 1, body: JSON.stringify({ ...recipe, version: 1 }) })
+        .values({ recipe_id: id, version: 1, body: JSON.stringify(body) })
         .execute()
+      await this.audit?.record(tx, {
+        workspace: ws,
+        ...by,
+        action: 'recipe.created',
+        entity: { type: 'recipe', id },
+        after: { id, name: recipe.name, version: 1, recipe: body },
+      })
     })
     this.log.info({ recipe_id: id, name: recipe.name }, 'recipe created')
     return this.get(ws, id)
   }
 
   /** A new version of an existing recipe; the earlier versions stay as they were. */
-  async update(ws: string, id: string, input: unknown): Promise<RecipeView> {
+  async update(ws: string, id: string, input: unknown, by: Attribution = SYSTEM): Promise<RecipeView> {
     await this.row(ws, id)
     const { recipe } = await this.checked(ws, input)
     const version = await this.db.transaction().execute(async (tx) => {
       // the row lock makes concurrent updates take consecutive versions
       const current = await tx
         .selectFrom('recipes')
-        .select('latest_version')
+        .select(['name', 'latest_version'])
         .where('id', '=', id)
         .forUpdate()
         .executeTakeFirstOrThrow()
       const next = current.latest_version + 1
+      const body = { ...recipe, version: next }
       await tx
         .insertInto('recipe_versions')
-        .values({ recipe_id: id, version: next, body: JSON.stringify({ ...recipe, version: next }) })
+        .values({ recipe_id: id, version: next, body: JSON.stringify(body) })
         .execute()
       await tx
         .updateTable('recipes')
         .set({ name: recipe.name, latest_version: next, updated_at: new Date() })
         .where('id', '=', id)
         .execute()
+      const previous = await tx
+        .selectFrom('recipe_versions')
+        .select('body')
+        .where('recipe_id', '=', id)
+        .where('version', '=', current.latest_version)
+        .executeTakeFirst()
+      await this.audit?.record(tx, {
+        workspace: ws,
+        ...by,
+        action: 'recipe.updated',
+        entity: { type: 'recipe', id },
+        before: { id, name: current.name, version: current.latest_version, recipe: previous?.body ?? null },
+        after: { id, name: recipe.name, version: next, recipe: body },
+      })
       return next
     })
     this.log.info({ recipe_id: id, version }, 'recipe updated')
@@ -258,9 +284,20 @@ export class RecipesService {
     }
   }
 
-  async remove(ws: string, id: string): Promise<void> {
-    await this.row(ws, id)
-    await this.db.deleteFrom('recipes').where('id', '=', id).execute()
+  async remove(ws: string, id: string, by: Attribution = SYSTEM): Promise<void> {
+    const row = await this.row(ws, id)
+    await this.db.transaction().execute(async (tx) => {
+      // what was deleted: the name and how many versions (each version's body is in the trail already)
+      const deleted = await tx.deleteFrom('recipes').where('id', '=', id).returningAll().executeTakeFirst()
+      if (!deleted) return
+      await this.audit?.record(tx, {
+        workspace: ws,
+        ...by,
+        action: 'recipe.deleted',
+        entity: { type: 'recipe', id },
+        before: { id, name: row.name, version: deleted.latest_version },
+      })
+    })
     this.log.info({ recipe_id: id }, 'recipe deleted')
   }
 
@@ -291,7 +328,7 @@ declare module 'fastify' {
 
 export default fp(
   async (app) => {
-    app.decorate('recipes', new RecipesService(app.db, app.sources, app.log))
+    app.decorate('recipes', new RecipesService(app.db, app.sources, app.log, app.audit))
   },
-  { name: 'recipes', dependencies: ['db', 'sources'] },
+  { name: 'recipes', dependencies: ['db', 'sources', 'audit'] },
 )

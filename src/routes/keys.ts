@@ -2,6 +2,7 @@
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { attributionOf } from '../audit/service.js'
 import { ConcordError } from '../errors.js'
 
 const Role = Type.Union([Type.Literal('viewer'), Type.Literal('operator'), Type.Literal('admin')])
@@ -58,7 +59,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       const { name, role, workspace = request.principal.workspace } = request.body
       if (workspace !== request.principal.workspace && !request.principal.root)
         throw new ConcordError('forbidden', 'keys for another workspace need the bootstrap key', 403)
-      return reply.code(201).send(await app.keys.create(workspace, name, role))
+      return reply.code(201).send(await app.keys.create(workspace, name, role, attributionOf(request)))
     },
   )
 
@@ -73,7 +74,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
       config: { role: 'admin' },
     },
-    async (request) => app.keys.revoke(request.principal.workspace, request.params.id),
+    async (request) => app.keys.revoke(request.principal.workspace, request.params.id, attributionOf(request)),
   )
 
   app.post(
@@ -95,8 +96,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       if (!request.principal.root) throw new ConcordError('forbidden', 'only the bootstrap key creates workspaces', 403)
-      const workspace = await app.keys.createWorkspace(request.body.name)
-      const key = await app.keys.create(workspace.id, 'admin', 'admin')
+      const workspace = await app.keys.createWorkspace(request.body.name, attributionOf(request))
+      const key = await app.keys.create(workspace.id, 'admin', 'admin', attributionOf(request))
       return reply.code(201).send({ workspace, admin_key: key.key })
     },
   )

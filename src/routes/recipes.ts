@@ -2,6 +2,7 @@
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { attributionOf } from '../audit/service.js'
 
 const errors = { 400: Type.Ref('ErrorReply'), 404: Type.Ref('ErrorReply') }
 const IdParams = Type.Object({ id: Type.String() })
@@ -24,7 +25,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 201: Type.Ref('RecipeView'), ...errors },
       },
     },
-    async (request, reply) => reply.code(201).send(await app.recipes.create(request.principal.workspace, request.body)),
+    async (request, reply) =>
+      reply.code(201).send(await app.recipes.create(request.principal.workspace, request.body, attributionOf(request))),
   )
 
   app.put(
@@ -38,7 +40,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Ref('RecipeView'), ...errors },
       },
     },
-    async (request) => app.recipes.update(request.principal.workspace, request.params.id, request.body),
+    async (request) =>
+      app.recipes.update(request.principal.workspace, request.params.id, request.body, attributionOf(request)),
   )
 
   app.get(
@@ -72,7 +75,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await app.recipes.remove(request.principal.workspace, request.params.id)
+      await app.recipes.remove(request.principal.workspace, request.params.id, attributionOf(request))
       return reply.code(204).send(null)
     },
   )

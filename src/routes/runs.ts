@@ -6,6 +6,7 @@ import { arrowExport, matchesPage, unmatchedPage } from '../runs/pages.js'
 import { RESULT_SETS, type ResultSet } from '../runs/results.js'
 import type { StartRun } from '../runs/service.js'
 import { IdempotencyHeaders } from '../idempotency.js'
+import { attributionOf } from '../audit/service.js'
 
 const errors = { 400: Type.Ref('ErrorReply'), 404: Type.Ref('ErrorReply'), 409: Type.Ref('ErrorReply') }
 const IdParams = Type.Object({ id: Type.String() })
@@ -33,7 +34,16 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) =>
       reply
         .code(202)
-        .send(await app.runs.start(request.principal.workspace, request.body as StartRun, null, request.log)),
+        .send(
+          await app.runs.start(
+            request.principal.workspace,
+            request.body as StartRun,
+            null,
+            request.log,
+            '',
+            attributionOf(request),
+          ),
+        ),
   )
 
   app.get(
@@ -157,7 +167,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Ref('RunView'), ...errors },
       },
     },
-    async (request) => app.runs.cancel(request.principal.workspace, request.params.id),
+    async (request) => app.runs.cancel(request.principal.workspace, request.params.id, attributionOf(request)),
   )
 
   app.post(
@@ -171,7 +181,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) =>
-      reply.code(202).send(await app.runs.retry(request.principal.workspace, request.params.id)),
+      reply
+        .code(202)
+        .send(await app.runs.retry(request.principal.workspace, request.params.id, attributionOf(request))),
   )
 
   app.delete(
@@ -185,7 +197,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await app.runs.remove(request.principal.workspace, request.params.id)
+      await app.runs.remove(request.principal.workspace, request.params.id, attributionOf(request))
       return reply.code(204).send(null)
     },
   )

@@ -11,6 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Readable } from 'node:stream'
 import { RecordBatchStreamWriter } from 'apache-arrow'
 import { Type } from 'typebox'
+import { attributionOf } from '../audit/service.js'
 import { ConcordError } from '../errors.js'
 import { arrowBatches, arrowSchema } from '../engine/data/arrow.js'
 import type { Table } from '../engine/data/table.js'
@@ -76,7 +77,11 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { alias, type, ...config } = request.body
-      const source = await app.sources.register(request.principal.workspace, { alias, type, config })
+      const source = await app.sources.register(
+        request.principal.workspace,
+        { alias, type, config },
+        attributionOf(request),
+      )
       return reply.code(201).send(source)
     },
   )
@@ -112,7 +117,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       config: { role: 'admin' },
     },
     async (request, reply) => {
-      await app.sources.remove(request.principal.workspace, request.params.alias)
+      await app.sources.remove(request.principal.workspace, request.params.alias, attributionOf(request))
       return reply.code(204).send(null)
     },
   )

@@ -12,6 +12,7 @@ import type { Worker } from 'node:worker_threads'
 import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Kysely, sql } from 'kysely'
+import { type Attribution, SYSTEM } from '../audit/service.js'
 import type { Config } from '../config.js'
 import type { Database, RunRow, RunStatus } from '../db/schema.js'
 import type { RunSummary } from '../engine/reconcile.js'
@@ -28,6 +29,7 @@ import type { Metrics } from '../metrics.js'
 import { forget } from './pages.js'
 import { WorkerPool } from './pool.js'
 import { CsvExporter } from './exporter.js'
+import { type RunObservers, runChanged } from './events.js'
 
 export interface StartRun {
   recipe_id?: string
@@ -69,6 +71,8 @@ interface Active {
   progress: JobProgress
   savedAt: number
   cancelled: boolean
+  /** Who cancelled it, for the audit trail. */
+  cancelledBy?: Attribution
 }
 
 export class RunsService {
@@ -92,6 +96,8 @@ export class RunsService {
     private readonly config: Config,
     private readonly log: FastifyBaseLogger,
     private readonly metrics?: Metrics,
+    /** The audit trail and webhooks, told of each change of a run's row in its transaction. */
+    private readonly observers: RunObservers = {},
   ) {
     this.pool = new WorkerPool(config.runConcurrency)
   }
@@ -156,17 +162,9 @@ export class RunsService {
    */
   async recover(othersGone = false): Promise<void> {
     const lapse = sql<Date>`now() - ${`${5 * this.config.runHeartbeatMs} milliseconds`}::interval`
-    const stale = await this.db
-      .updateTable('runs')
-      .set({
-        status: 'interrupted',
-        finished_at: new Date(),
-        error: JSON.stringify({
-          error: 'interrupted',
-          message: 'the instance running this run stopped while it was in progress; nothing of it was kept',
-          suggestion: `POST /api/runs/<id>/retry starts it again`,
-        }),
-      })
+    const found = await this.db
+      .selectFrom('runs')
+      .select('id')
       .where('status', 'in', ['queued', 'running'])
       .where((eb) =>
         eb.or([
@@ -183,8 +181,52 @@ export class RunsService {
           ),
         ]),
       )
-      .returning('id')
       .execute()
+    if (!found.length) return
+    // each taken over in one transaction with its audit row; the status condition leaves alone a
+    // run that finished, or that another instance took over, since it was found
+    const stale = await this.db.transaction().execute(async (tx) => {
+      const before = await tx
+        .selectFrom('runs')
+        .selectAll()
+        .where(
+          'id',
+          'in',
+          found.map((r) => r.id),
+        )
+        .where('status', 'in', ['queued', 'running'])
+        .forUpdate()
+        .execute()
+      if (!before.length) return []
+      const taken = await tx
+        .updateTable('runs')
+        .set({
+          status: 'interrupted',
+          finished_at: new Date(),
+          error: JSON.stringify({
+            error: 'interrupted',
+            message: 'the instance running this run stopped while it was in progress; nothing of it was kept',
+            suggestion: `POST /api/runs/<id>/retry starts it again`,
+          }),
+        })
+        .where(
+          'id',
+          'in',
+          before.map((r) => r.id),
+        )
+        .returningAll()
+        .execute()
+      for (const after of taken)
+        await runChanged(
+          tx,
+          this.observers,
+          'run.interrupted',
+          before.find((b) => b.id === after.id),
+          after,
+          SYSTEM,
+        )
+      return taken
+    })
     for (const { id } of stale) {
       await rm(this.resultsDir(id), { recursive: true, force: true })
       await rm(this.tmpDir(id), { recursive: true, force: true })
@@ -202,6 +244,8 @@ export class RunsService {
     log: FastifyBaseLogger = this.log,
     /** Whose scoped tables a sample run reads (a chat session), else the workspace's. */
     owner = '',
+    /** Who started it, for the audit trail. */
+    by: Attribution = SYSTEM,
   ): Promise<RunView> {
     if ((body.recipe_id === undefined) === (body.recipe === undefined)) {
       throw new ConcordError(
@@ -265,24 +309,28 @@ export class RunsService {
       await this.checkPushdown(ws, applied, engine)
     }
     const id = randomUUID()
-    await this.db
-      .insertInto('runs')
-      .values({
-        id,
-        workspace_id: ws,
-        recipe_id: retryOf ? retryOf.recipe_id : recipeId,
-        recipe_version: retryOf ? retryOf.recipe_version : version,
-        recipe: JSON.stringify(applied),
-        mode,
-        engine,
-        dry_run: body.dry_run ?? false,
-        params: JSON.stringify(retryOf ? retryOf.params : used),
-        status: 'queued',
-        progress: JSON.stringify(initialProgress()),
-        retry_of: retryOf?.id ?? null,
-        owner: this.instance,
-      })
-      .execute()
+    await this.db.transaction().execute(async (tx) => {
+      const queued = await tx
+        .insertInto('runs')
+        .values({
+          id,
+          workspace_id: ws,
+          recipe_id: retryOf ? retryOf.recipe_id : recipeId,
+          recipe_version: retryOf ? retryOf.recipe_version : version,
+          recipe: JSON.stringify(applied),
+          mode,
+          engine,
+          dry_run: body.dry_run ?? false,
+          params: JSON.stringify(retryOf ? retryOf.params : used),
+          status: 'queued',
+          progress: JSON.stringify(initialProgress()),
+          retry_of: retryOf?.id ?? null,
+          owner: this.instance,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow()
+      await runChanged(tx, this.observers, retryOf ? 'run.retried' : 'run.started', undefined, queued, by)
+    })
     // the tables as they are now: a later load (another request, another session) does not change this run
     if (sample.left && sample.right) this.samples.set(id, { left: sample.left, right: sample.right })
     log.info({ run_id: id, recipe: applied.name, mode, engine }, 'run queued')
@@ -329,14 +377,14 @@ export class RunsService {
   }
 
   /** Starts a new run with what an earlier one ran: the same recipe, parameters, mode and engine. */
-  async retry(ws: string, id: string): Promise<RunView> {
+  async retry(ws: string, id: string, by: Attribution = SYSTEM): Promise<RunView> {
     const row = await this.row(ws, id)
     if (!FINISHED.has(row.status))
       throw new ConcordError('run_in_progress', `run ${id} is still ${row.status}`, 409, 'cancel it first')
     // the stored recipe already has its parameters in its scopes; its origin (saved recipe and
     // version) and parameters are recorded as the run is queued, so its summary carries them too
     const { params: _declared, ...recipe } = row.recipe
-    return this.start(ws, { recipe, mode: row.mode, dry_run: row.dry_run, engine: row.engine }, row)
+    return this.start(ws, { recipe, mode: row.mode, dry_run: row.dry_run, engine: row.engine }, row, this.log, '', by)
   }
 
   private async checkPushdown(ws: string, recipe: Recipe, engine: string): Promise<void> {
@@ -447,7 +495,8 @@ export class RunsService {
         // a worker that finished its job normally serves the next one; any other is let go
         if (reusable) this.pool.release(pooled)
         else await worker.terminate()
-        await this.finish(id, status, patch, active.progress).catch((err) =>
+        const by = status === 'cancelled' ? active.cancelledBy : undefined
+        await this.finish(id, status, patch, active.progress, by).catch((err) =>
           this.log.error({ err, run_id: id }, 'run bookkeeping failed'),
         )
         resolve()
@@ -522,6 +571,8 @@ export class RunsService {
     status: RunStatus,
     patch: { summary?: RunSummary; error?: RunView['error'] },
     lastProgress?: JobProgress,
+    /** Who caused it (a cancel); the service itself otherwise. */
+    by: Attribution = SYSTEM,
   ): Promise<void> {
     this.samples.delete(id)
     const row = await this.row(null, id)
@@ -540,27 +591,32 @@ export class RunsService {
     }
     await rm(tmp, { recursive: true, force: true })
     try {
-      const recorded = await this.db
-        .updateTable('runs')
-        .set({
-          status: outcome,
-          finished_at: new Date(),
-          // a completed run is done; any other keeps where it stopped (phase, pass, rows, percent)
-          progress: JSON.stringify(
-            outcome === 'completed'
-              ? { ...(lastProgress ?? row.progress), phase: 'done', percent: 100 }
-              : (lastProgress ?? row.progress),
-          ),
-          summary: patch.summary ? JSON.stringify(patch.summary) : null,
-          error: patch.error ? JSON.stringify(patch.error) : null,
-        })
-        .where('id', '=', id)
-        // only this instance's run, still unfinished: one another instance took over as
-        // interrupted (this one was silent too long) stays so, and keeps no files
-        .where('owner', '=', this.instance)
-        .where('status', 'in', ['queued', 'running'])
-        .returning('id')
-        .executeTakeFirst()
+      // the outcome, its audit row and its webhook event (completed, failed) commit together
+      const recorded = await this.db.transaction().execute(async (tx) => {
+        const after = await tx
+          .updateTable('runs')
+          .set({
+            status: outcome,
+            finished_at: new Date(),
+            // a completed run is done; any other keeps where it stopped (phase, pass, rows, percent)
+            progress: JSON.stringify(
+              outcome === 'completed'
+                ? { ...(lastProgress ?? row.progress), phase: 'done', percent: 100 }
+                : (lastProgress ?? row.progress),
+            ),
+            summary: patch.summary ? JSON.stringify(patch.summary) : null,
+            error: patch.error ? JSON.stringify(patch.error) : null,
+          })
+          .where('id', '=', id)
+          // only this instance's run, still unfinished: one another instance took over as
+          // interrupted (this one was silent too long) stays so, and keeps no files
+          .where('owner', '=', this.instance)
+          .where('status', 'in', ['queued', 'running'])
+          .returningAll()
+          .executeTakeFirst()
+        if (after) await runChanged(tx, this.observers, `run.${outcome}`, row, after, by)
+        return after
+      })
       if (!recorded) {
         await rm(this.resultsDir(id), { recursive: true, force: true })
         this.log.warn({ run_id: id, status: outcome }, 'run outcome not recorded: the run was taken over meanwhile')
@@ -582,7 +638,7 @@ export class RunsService {
     this.log.info({ run_id: id, status: outcome, matches: patch.summary?.matches, seconds }, 'run finished')
   }
 
-  async cancel(ws: string, id: string): Promise<RunView> {
+  async cancel(ws: string, id: string, by: Attribution = SYSTEM): Promise<RunView> {
     const row = await this.row(ws, id)
     if (FINISHED.has(row.status))
       throw new ConcordError(
@@ -594,13 +650,18 @@ export class RunsService {
     const queued = this.queue.indexOf(id)
     if (queued >= 0) {
       this.queue.splice(queued, 1)
-      await this.finish(id, 'cancelled', {
-        error: { error: 'cancelled', message: 'the run was cancelled before it started' },
-      })
+      await this.finish(
+        id,
+        'cancelled',
+        { error: { error: 'cancelled', message: 'the run was cancelled before it started' } },
+        undefined,
+        by,
+      )
     } else {
       const active = this.active.get(id)
       if (active) {
         active.cancelled = true
+        active.cancelledBy = by
         await active.worker.terminate()
       }
       await this.settled.get(id)
@@ -609,10 +670,13 @@ export class RunsService {
     return this.get(ws, id)
   }
 
-  async remove(ws: string, id: string): Promise<void> {
+  async remove(ws: string, id: string, by: Attribution = SYSTEM): Promise<void> {
     const row = await this.row(ws, id)
-    if (!FINISHED.has(row.status)) await this.cancel(ws, id)
-    await this.db.deleteFrom('runs').where('id', '=', id).execute()
+    if (!FINISHED.has(row.status)) await this.cancel(ws, id, by)
+    await this.db.transaction().execute(async (tx) => {
+      const deleted = await tx.deleteFrom('runs').where('id', '=', id).returningAll().executeTakeFirst()
+      if (deleted) await runChanged(tx, this.observers, 'run.deleted', deleted, undefined, by)
+    })
     await rm(this.resultsDir(id), { recursive: true, force: true })
     forget(this.resultsDir(id))
     this.log.info({ run_id: id }, 'run deleted')
@@ -720,10 +784,13 @@ declare module 'fastify' {
 
 export default fp(
   async (app) => {
-    const runs = new RunsService(app.db, app.recipes, app.sources, app.config, app.log, app.metrics)
+    const runs = new RunsService(app.db, app.recipes, app.sources, app.config, app.log, app.metrics, {
+      audit: app.audit,
+      webhooks: app.webhooks,
+    })
     await runs.join()
     app.decorate('runs', runs)
     app.addHook('onClose', () => runs.close())
   },
-  { name: 'runs', dependencies: ['db', 'sources', 'recipes', 'metrics'] },
+  { name: 'runs', dependencies: ['db', 'sources', 'recipes', 'metrics', 'audit', 'webhooks'] },
 )

@@ -8,6 +8,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Kysely } from 'kysely'
 import { Value } from 'typebox/value'
+import { type Attribution, type AuditService, SYSTEM } from '../audit/service.js'
 import type { Database, SourceRow } from '../db/schema.js'
 import { nearestNames } from '../language/similarity.js'
 import { describeTable, type JsonRow, rowsAsJson } from '../engine/data/table.js'
@@ -63,6 +64,8 @@ export class SourcesService {
     private readonly secretKey?: Buffer,
     /** Where run results are kept (the service's, even inside the data folder). */
     private readonly runsDir: string = join(dataDir, 'runs'),
+    /** Registrations and deletions are appended to the audit trail with the change. */
+    private readonly audit?: AuditService,
   ) {}
 
   /** The scoped tables loaded in a workspace. */
@@ -127,7 +130,7 @@ export class SourcesService {
     return `a ${connector.type} source takes: alias, type, ${props.join(', ')}`
   }
 
-  async register(ws: string, input: RegisterInput): Promise<SourceView> {
+  async register(ws: string, input: RegisterInput, by: Attribution = SYSTEM): Promise<SourceView> {
     if (!ALIAS_RE.test(input.alias)) {
       throw new ConcordError(
         'invalid_alias',
@@ -170,22 +173,34 @@ export class SourcesService {
       this.secretKey,
     )
     try {
-      const row = await this.db
-        .insertInto('sources')
-        .values({
-          workspace_id: ws,
-          alias: input.alias,
-          type: input.type,
-          config: JSON.stringify(config),
-          columns: JSON.stringify(columns),
+      const source = await this.db.transaction().execute(async (tx) => {
+        const row = await tx
+          .insertInto('sources')
+          .values({
+            workspace_id: ws,
+            alias: input.alias,
+            type: input.type,
+            config: JSON.stringify(config),
+            columns: JSON.stringify(columns),
+          })
+          .returningAll()
+          .executeTakeFirstOrThrow()
+        // the view, as GET shows it: credentials redacted
+        const after = this.view(row)
+        await this.audit?.record(tx, {
+          workspace: ws,
+          ...by,
+          action: 'source.created',
+          entity: { type: 'source', id: input.alias },
+          after,
         })
-        .returningAll()
-        .executeTakeFirstOrThrow()
+        return after
+      })
       this.log.info(
         { workspace: ws, alias: input.alias, type: input.type, columns: columns.length },
         'source registered',
       )
-      return this.view(row)
+      return source
     } catch (err) {
       if ((err as { code?: string }).code === '23505') {
         throw new ConcordError('duplicate_alias', `a source named "${input.alias}" already exists`, 409)
@@ -208,9 +223,25 @@ export class SourcesService {
     return this.view(await this.row(ws, alias))
   }
 
-  async remove(ws: string, alias: string): Promise<void> {
+  async remove(ws: string, alias: string, by: Attribution = SYSTEM): Promise<void> {
     const row = await this.row(ws, alias)
-    await this.db.deleteFrom('sources').where('workspace_id', '=', ws).where('alias', '=', alias).execute()
+    await this.db.transaction().execute(async (tx) => {
+      const deleted = await tx
+        .deleteFrom('sources')
+        .where('workspace_id', '=', ws)
+        .where('alias', '=', alias)
+        .returningAll()
+        .executeTakeFirst()
+      // deleted meanwhile by another request: that one recorded it
+      if (!deleted) return
+      await this.audit?.record(tx, {
+        workspace: ws,
+        ...by,
+        action: 'source.deleted',
+        entity: { type: 'source', id: alias },
+        before: this.view(deleted),
+      })
+    })
     this.engine(ws).drop(alias)
     const path = typeof row.config.path === 'string' ? row.config.path : undefined
     if (path?.startsWith('uploads/')) await rm(join(this.dataDir, path), { force: true })
@@ -335,8 +366,16 @@ export default fp(
   async (app) => {
     app.decorate(
       'sources',
-      new SourcesService(app.db, app.connectors, app.config.dataDir, app.log, app.config.secretKey, app.config.runsDir),
+      new SourcesService(
+        app.db,
+        app.connectors,
+        app.config.dataDir,
+        app.log,
+        app.config.secretKey,
+        app.config.runsDir,
+        app.audit,
+      ),
     )
   },
-  { name: 'sources', dependencies: ['db', 'connectors'] },
+  { name: 'sources', dependencies: ['db', 'connectors', 'audit'] },
 )

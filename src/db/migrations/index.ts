@@ -8,6 +8,8 @@ import * as workspaces from './005-workspaces.js'
 import * as sessionLease from './006-session-lease.js'
 import * as runOwners from './007-run-owners.js'
 import * as idempotency from './008-idempotency.js'
+import * as audit from './011-audit.js'
+import * as webhooks from './012-webhooks.js'
 
 export const migrations: Record<string, Migration> = {
   '001-sources': sources,
@@ -18,4 +20,6 @@ export const migrations: Record<string, Migration> = {
   '006-session-lease': sessionLease,
   '007-run-owners': runOwners,
   '008-idempotency': idempotency,
+  '011-audit': audit,
+  '012-webhooks': webhooks,
 }
