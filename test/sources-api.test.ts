@@ -116,7 +116,7 @@ t.test('errors are coded replies and change nothing', async (t) => {
 
   const badType = await post({ alias: 'x', type: 'excel', path: 'inv.json' })
   t.equal(badType.json().error, 'unknown_source_type')
-  t.match(badType.json().suggestion, /csv, json, postgres/)
+  t.match(badType.json().suggestion, /arrow, csv, json, parquet, postgres/)
 
   const badAlias = await post({ alias: '1; drop', type: 'json', path: 'inv.json' })
   t.equal(badAlias.statusCode, 400)
