@@ -30,6 +30,9 @@ import recipeRoutes from './routes/recipes.js'
 import runRoutes from './routes/runs.js'
 import { runWireSchemas } from './runs/schema.js'
 import runs from './runs/service.js'
+import exceptions from './exceptions/service.js'
+import { exceptionWireSchemas } from './exceptions/schema.js'
+import exceptionRoutes from './routes/exceptions.js'
 import sourceRoutes from './routes/sources.js'
 import connectors from './sources/registry.js'
 import { sharedSchemas } from './sources/schemas.js'
@@ -56,7 +59,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('config', opts.config)
-  const schemas = [...sharedSchemas, ...recipeWireSchemas, ...runWireSchemas]
+  const schemas = [...sharedSchemas, ...recipeWireSchemas, ...runWireSchemas, ...exceptionWireSchemas]
   for (const schema of schemas) app.addSchema(schema)
   app.setValidatorCompiler(typeboxValidator(schemas))
   app.setErrorHandler(errorHandler)
@@ -101,6 +104,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'sources', description: 'Register sources and load scoped tables' },
         { name: 'recipes', description: 'Save, version, validate and explain reconciliation recipes' },
         { name: 'runs', description: 'Run recipes as background jobs; page and export their results' },
+        { name: 'exceptions', description: 'What runs left unmatched: classified, assigned, resolved' },
         { name: 'ai', description: 'Stateless reasoning tools: mappings, filters, proposals, rules, recipes' },
         { name: 'chat', description: 'The chat agent: turns, sessions, events, phases' },
         { name: 'access', description: 'API keys and workspaces' },
@@ -145,6 +149,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(sources)
   await app.register(recipes)
   await app.register(runs)
+  await app.register(exceptions)
   await app.register(ai)
   // the chat agent's phases: each a plugin registering its PhaseConfig (plugins/); the graph is
   // checked when the app is ready, after any phase a caller registers on top
@@ -156,6 +161,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(sourceRoutes)
   await app.register(recipeRoutes)
   await app.register(runRoutes)
+  await app.register(exceptionRoutes)
   await app.register(aiRoutes)
   await app.register(chatRoutes)
   await app.register(keyRoutes)

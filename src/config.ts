@@ -60,6 +60,11 @@ const ConfigSchema = Type.Object({
   RUN_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
   /** How often an instance says it lives; its runs are taken over after five beats of silence. */
   RUN_HEARTBEAT_MS: Type.Integer({ minimum: 50, default: 2000 }),
+  /**
+   * An exception is a fee variance when its closest candidate failed only amount checks and the
+   * difference is at most this share of the larger amount (or equals a fee the records state); 0: off.
+   */
+  EXCEPTION_FEE_SHARE: Type.String({ pattern: '^(0(\\.\\d+)?|1(\\.0+)?)$', default: '0.01' }),
 })
 
 export type EnvConfig = Static<typeof ConfigSchema>
@@ -80,6 +85,8 @@ export interface Config {
   connectorModules: string[]
   runConcurrency: number
   runHeartbeatMs: number
+  /** Exact decimal text, 0..1 (src/exceptions/classify.ts). */
+  exceptionFeeShare: string
   aiMode: 'auto' | 'deterministic' | 'llm'
   anthropicApiKey?: string
   anthropicBaseUrl?: string
@@ -127,6 +134,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       .map((m) => (m.startsWith('file:') ? m : pathToFileURL(resolve(m)).href)),
     runConcurrency: c.RUN_CONCURRENCY,
     runHeartbeatMs: c.RUN_HEARTBEAT_MS,
+    exceptionFeeShare: c.EXCEPTION_FEE_SHARE,
     aiMode: c.AI_MODE as Config['aiMode'],
     anthropicApiKey: c.ANTHROPIC_API_KEY,
     anthropicBaseUrl: c.ANTHROPIC_BASE_URL,

@@ -53,6 +53,8 @@ export interface RunsTable {
   retry_of: string | null
   /** The instance that queued the run and runs it (instances.id); null for runs from before owners. */
   owner: string | null
+  /** Carry the recipe's open exceptions into the run (src/exceptions/carry.ts). */
+  carry_open_items: ColumnType<boolean, boolean | undefined, boolean>
   created_at: ColumnType<Date, never, never>
   started_at: ColumnType<Date | null, Date | null, Date | null>
   finished_at: ColumnType<Date | null, Date | null, Date | null>
@@ -156,6 +158,63 @@ export interface ApiKeysTable {
   revoked_at: Date | null
 }
 
+export type ExceptionStatus = 'open' | 'resolved'
+
+/** What a completed run left unmatched or ambiguous, worked until resolved (src/exceptions/). */
+export interface ExceptionsTable {
+  id: Generated<number>
+  workspace_id: string
+  /** The run that created it (its unmatched file holds the record's columns). */
+  run_id: string
+  /** The latest later run that saw it still open (null: only the run that created it). */
+  last_run_id: string | null
+  recipe_id: string | null
+  recipe_version: number | null
+  side: 'left' | 'right' | 'both'
+  record_key: string
+  /** Ambiguous groups: every record key of the match, per side. */
+  keys: JSONColumnType<{ left: string[]; right: string[] } | null, string | null, string | null>
+  match_id: string | null
+  candidate_key: string | null
+  /** Exact decimals, as text. */
+  amount: string | null
+  /** 0 when the record has no amount. */
+  amount_at_risk: ColumnType<string, string | undefined, string>
+  difference: string | null
+  record_date: string | null
+  /** The date its age counts from: the record's date, else the day it was created. */
+  age_from: string
+  reason: string
+  /** Whether a later run of the recipe carries it (its record's columns are stored). */
+  carry: ColumnType<boolean, boolean | undefined, boolean>
+  status: ColumnType<ExceptionStatus, ExceptionStatus | undefined, ExceptionStatus>
+  resolution: string | null
+  resolution_detail: JSONColumnType<Record<string, unknown> | null, string | null, string | null>
+  resolved_by: string | null
+  resolved_at: Date | null
+  assignee: string | null
+  version: ColumnType<number, number | undefined, number>
+  created_at: ColumnType<Date, never, never>
+  updated_at: ColumnType<Date, never, unknown>
+}
+
+export interface ExceptionHistoryTable {
+  id: Generated<number>
+  exception_id: number
+  actor: string
+  action: string
+  detail: JSONColumnType<Record<string, unknown> | null, string | null, never>
+  created_at: ColumnType<Date, never, never>
+}
+
+export interface UnmatchedMatchesTable {
+  run_id: string
+  match_id: string
+  actor: string
+  reason: string
+  created_at: ColumnType<Date, never, never>
+}
+
 export interface Database {
   sources: SourcesTable
   recipes: RecipesTable
@@ -169,10 +228,14 @@ export interface Database {
   session_snapshots: SessionSnapshotsTable
   workspaces: WorkspacesTable
   api_keys: ApiKeysTable
+  exceptions: ExceptionsTable
+  exception_history: ExceptionHistoryTable
+  unmatched_matches: UnmatchedMatchesTable
 }
 
 export type SourceRow = Selectable<SourcesTable>
 export type NewSourceRow = Insertable<SourcesTable>
 export type RecipeRow = Selectable<RecipesTable>
 export type RunRow = Selectable<RunsTable>
+export type ExceptionRow = Selectable<ExceptionsTable>
 export type { Generated }

@@ -8,6 +8,7 @@ import * as workspaces from './005-workspaces.js'
 import * as sessionLease from './006-session-lease.js'
 import * as runOwners from './007-run-owners.js'
 import * as idempotency from './008-idempotency.js'
+import * as exceptions from './009-exceptions.js'
 
 export const migrations: Record<string, Migration> = {
   '001-sources': sources,
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '006-session-lease': sessionLease,
   '007-run-owners': runOwners,
   '008-idempotency': idempotency,
+  '009-exceptions': exceptions,
 }
