@@ -177,8 +177,16 @@ export const MatchResultSchema = Type.Object(
     left_amount: Nullable(Type.String()),
     right_amount: Nullable(Type.String()),
     difference: Nullable(Type.String({ description: 'left minus right' })),
-    tolerance: Type.String({ description: 'the largest the recipe allows' }),
     adjustment: Nullable(Type.Object({ amount: Type.String(), reason: Type.String() })),
+    accepted_by: Nullable(
+      Type.Object(
+        {
+          pass: Nullable(Type.String()),
+          checks: Type.Array(Type.String(), { description: "the recipe's amount checks the sums passed" }),
+        },
+        { description: 'null when the records have no stored amounts (nothing to check)' },
+      ),
+    ),
   },
   { $id: 'ManualMatchResult' },
 )
