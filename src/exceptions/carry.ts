@@ -4,8 +4,9 @@
 // file usually holds only today's records, so a carried record can meet its counterpart only this
 // way. A record whose key today's load already has is not appended (the fresh copy is the record).
 // Types are unified the way loaders widen them (integer → decimal, scales to the finer, date →
-// timestamp, anything → text when today's column is text); a column today's source has and the
-// stored record lacks, or a value that cannot become today's type, fails the run clearly.
+// timestamp, anything → text when today's column is text); a column the source gained since is
+// NULL in the carried records; a stored value that cannot become today's type (text into a number
+// or a date column, a boolean into anything else) fails the run clearly (carry_incompatible).
 
 import { readFile } from 'node:fs/promises'
 import { tableFromIPC } from 'apache-arrow'
@@ -110,8 +111,9 @@ export function appendRows(base: Table, extra: Table, side: string): Table {
   const data: Column[] = []
   base.columns.forEach((info, c) => {
     const e = extra.columns.findIndex((x) => x.name === info.name)
-    if (e < 0) throw incompatible(side, `column "${info.name}" is not in the stored records`)
-    const joined = concatColumns(base.data[c], extra.data[e], info.name, side)
+    // a column the source gained since: the stored records have no value for it
+    const stored = e < 0 ? nulls(base.data[c], extra.length) : extra.data[e]
+    const joined = concatColumns(base.data[c], stored, info.name, side)
     columns.push({
       ...info,
       type: joined.type,
@@ -167,6 +169,18 @@ function concatColumns(a: Column, b: Column, name: string, side: string): Column
   const scale = Math.max(scaleOf(a), scaleOf(b))
   const units = (c: Column) => Float64Array.from(numbers(c), (v) => v * POW10[scale - scaleOf(c)])
   return { type: 'decimal', length: n, valid, values: concat(Float64Array, units(a), units(b)), scale }
+}
+
+/** A column of `n` NULLs of `like`'s type. */
+function nulls(like: Column, n: number): Column {
+  const valid = new Uint8Array(n)
+  if (like.type === 'string')
+    return { type: 'string', length: n, valid, offsets: new Int32Array(n + 1), data: new Uint8Array(0) }
+  if (like.type === 'date') return { type: 'date', length: n, valid, values: new Int32Array(n) }
+  if (like.type === 'boolean') return { type: 'boolean', length: n, valid, values: new Uint8Array(n) }
+  if (like.type === 'decimal')
+    return { type: 'decimal', length: n, valid, values: new Float64Array(n), scale: like.scale }
+  return { type: like.type, length: n, valid, values: new Float64Array(n) }
 }
 
 /** The values of a column that is not text. */
