@@ -33,6 +33,9 @@ import runs from './runs/service.js'
 import exceptions from './exceptions/service.js'
 import { exceptionWireSchemas } from './exceptions/schema.js'
 import exceptionRoutes from './routes/exceptions.js'
+import schedules from './schedules/service.js'
+import { scheduleWireSchemas } from './schedules/schema.js'
+import scheduleRoutes from './routes/schedules.js'
 import sourceRoutes from './routes/sources.js'
 import connectors from './sources/registry.js'
 import { sharedSchemas } from './sources/schemas.js'
@@ -59,7 +62,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('config', opts.config)
-  const schemas = [...sharedSchemas, ...recipeWireSchemas, ...runWireSchemas, ...exceptionWireSchemas]
+  const schemas = [
+    ...sharedSchemas,
+    ...recipeWireSchemas,
+    ...runWireSchemas,
+    ...exceptionWireSchemas,
+    ...scheduleWireSchemas,
+  ]
   for (const schema of schemas) app.addSchema(schema)
   app.setValidatorCompiler(typeboxValidator(schemas))
   app.setErrorHandler(errorHandler)
@@ -105,6 +114,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'recipes', description: 'Save, version, validate and explain reconciliation recipes' },
         { name: 'runs', description: 'Run recipes as background jobs; page and export their results' },
         { name: 'exceptions', description: 'What runs left unmatched: classified, assigned, resolved' },
+        { name: 'schedules', description: 'Recipes run on a cron expression, with rolling parameters' },
         { name: 'ai', description: 'Stateless reasoning tools: mappings, filters, proposals, rules, recipes' },
         { name: 'chat', description: 'The chat agent: turns, sessions, events, phases' },
         { name: 'access', description: 'API keys and workspaces' },
@@ -150,6 +160,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(recipes)
   await app.register(runs)
   await app.register(exceptions)
+  await app.register(schedules)
   await app.register(ai)
   // the chat agent's phases: each a plugin registering its PhaseConfig (plugins/); the graph is
   // checked when the app is ready, after any phase a caller registers on top
@@ -162,6 +173,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(recipeRoutes)
   await app.register(runRoutes)
   await app.register(exceptionRoutes)
+  await app.register(scheduleRoutes)
   await app.register(aiRoutes)
   await app.register(chatRoutes)
   await app.register(keyRoutes)

@@ -64,6 +64,8 @@ const ConfigSchema = Type.Object({
    * An exception is a fee variance when its closest candidate failed only amount checks and the
    * difference is at most this share of the larger amount (or equals a fee the records state); 0: off.
    */
+  /** How often an instance looks for due schedules (0: it never fires them; other instances may). */
+  SCHEDULER_TICK_MS: Type.Integer({ minimum: 0, default: 15_000 }),
   EXCEPTION_FEE_SHARE: Type.String({ pattern: '^(0(\\.\\d+)?|1(\\.0+)?)$', default: '0.01' }),
 })
 
@@ -87,6 +89,7 @@ export interface Config {
   runHeartbeatMs: number
   /** Exact decimal text, 0..1 (src/exceptions/classify.ts). */
   exceptionFeeShare: string
+  schedulerTickMs: number
   aiMode: 'auto' | 'deterministic' | 'llm'
   anthropicApiKey?: string
   anthropicBaseUrl?: string
@@ -135,6 +138,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     runConcurrency: c.RUN_CONCURRENCY,
     runHeartbeatMs: c.RUN_HEARTBEAT_MS,
     exceptionFeeShare: c.EXCEPTION_FEE_SHARE,
+    schedulerTickMs: c.SCHEDULER_TICK_MS,
     aiMode: c.AI_MODE as Config['aiMode'],
     anthropicApiKey: c.ANTHROPIC_API_KEY,
     anthropicBaseUrl: c.ANTHROPIC_BASE_URL,

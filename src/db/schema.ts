@@ -215,6 +215,28 @@ export interface UnmatchedMatchesTable {
   created_at: ColumnType<Date, never, never>
 }
 
+/** A saved recipe run on a cron expression (src/schedules/). */
+export interface SchedulesTable {
+  id: string
+  workspace_id: string
+  recipe_id: string
+  name: string | null
+  cron: string
+  timezone: string
+  /** Parameter bindings: values, or { rolling: token } resolved at each firing. */
+  params: JSONColumnType<Record<string, string | number | boolean | { rolling: string }>, string, string>
+  carry_open_items: boolean
+  active: boolean
+  /** The next occurrence to fire; null while inactive. Claimed by compare-and-set. */
+  next_run_at: Date | null
+  last_fired_at: Date | null
+  last_run_id: string | null
+  last_error: JSONColumnType<{ error: string; message: string } | null, string | null, string | null>
+  version: ColumnType<number, number | undefined, number>
+  created_at: ColumnType<Date, never, never>
+  updated_at: ColumnType<Date, never, unknown>
+}
+
 export interface Database {
   sources: SourcesTable
   recipes: RecipesTable
@@ -231,6 +253,7 @@ export interface Database {
   exceptions: ExceptionsTable
   exception_history: ExceptionHistoryTable
   unmatched_matches: UnmatchedMatchesTable
+  schedules: SchedulesTable
 }
 
 export type SourceRow = Selectable<SourcesTable>
@@ -238,4 +261,5 @@ export type NewSourceRow = Insertable<SourcesTable>
 export type RecipeRow = Selectable<RecipesTable>
 export type RunRow = Selectable<RunsTable>
 export type ExceptionRow = Selectable<ExceptionsTable>
+export type ScheduleRow = Selectable<SchedulesTable>
 export type { Generated }

@@ -9,6 +9,7 @@ import * as sessionLease from './006-session-lease.js'
 import * as runOwners from './007-run-owners.js'
 import * as idempotency from './008-idempotency.js'
 import * as exceptions from './009-exceptions.js'
+import * as schedules from './010-schedules.js'
 
 export const migrations: Record<string, Migration> = {
   '001-sources': sources,
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '007-run-owners': runOwners,
   '008-idempotency': idempotency,
   '009-exceptions': exceptions,
+  '010-schedules': schedules,
 }
