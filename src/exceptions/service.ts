@@ -10,7 +10,7 @@
 
 import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Kysely, Transaction } from 'kysely'
+import { type Kysely, sql, type Transaction } from 'kysely'
 import type { Config } from '../config.js'
 import type { Database, RunRow } from '../db/schema.js'
 import { unmatchedPage } from '../runs/pages.js'
@@ -177,6 +177,40 @@ export class ExceptionsService {
       return rest
     } catch {
       return null
+    }
+  }
+
+  /**
+   * What a run left to work, for a card: its exceptions by reason (count, amount at risk, how
+   * many still open) and the largest open ones.
+   */
+  async overviewOfRun(ws: string, runId: string, top: number) {
+    const { rows } = await sql<{ reason: string; count: number; open: number; amount_at_risk: string }>`
+      select reason, count(*)::integer as count, count(*) filter (where status = 'open')::integer as open,
+        sum(amount_at_risk)::text as amount_at_risk
+      from exceptions where workspace_id = ${ws} and run_id = ${runId}
+      group by reason order by count(*) desc, reason
+    `.execute(this.db)
+    const largest = await this.list(ws, { run_id: runId, sort: 'amount', limit: top })
+    return {
+      run_id: runId,
+      total: rows.reduce((a, r) => a + Number(r.count), 0),
+      open: rows.reduce((a, r) => a + Number(r.open), 0),
+      by_reason: rows.map((r) => ({
+        reason: r.reason,
+        count: Number(r.count),
+        open: Number(r.open),
+        amount_at_risk: r.amount_at_risk,
+      })),
+      largest: largest.items.map((x) => ({
+        id: x.id,
+        side: x.side,
+        record_key: x.record_key,
+        reason: x.reason,
+        amount: x.amount,
+        amount_at_risk: x.amount_at_risk,
+        age_days: x.age_days,
+      })),
     }
   }
 
