@@ -85,8 +85,14 @@ export async function writeBatch(
     for (const r of rows) closed.push(Number(r.id))
     await turn()
   }
+  // a bulk load leaves the planner's statistics behind: without them the open queue's pages were
+  // planned as full sorts (seconds each on PGlite, which runs no autovacuum)
+  if (created + seen + closed.length >= ANALYZE_AFTER) await sql`analyze exceptions`.execute(trx)
   return { created, byReason, seen, closed }
 }
+
+/** Rows a run must write before it refreshes the table's statistics. */
+const ANALYZE_AFTER = 10_000
 
 /** The changes a run's batch made, for the audit/webhook seam: one per kind, never one per record. */
 export function runChanges(run: RunRow, written: WrittenBatch, carried: ExceptionBatch['carried']): ExceptionChange[] {
