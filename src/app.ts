@@ -32,6 +32,12 @@ import runRoutes from './routes/runs.js'
 import type { ExceptionAging } from './runs/report/report.js'
 import { runWireSchemas } from './runs/schema.js'
 import runs from './runs/service.js'
+import exceptions from './exceptions/service.js'
+import { exceptionWireSchemas } from './exceptions/schema.js'
+import exceptionRoutes from './routes/exceptions.js'
+import schedules from './schedules/service.js'
+import { scheduleWireSchemas } from './schedules/schema.js'
+import scheduleRoutes from './routes/schedules.js'
 import sourceRoutes from './routes/sources.js'
 import connectors from './sources/registry.js'
 import { sharedSchemas } from './sources/schemas.js'
@@ -72,6 +78,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     ...runWireSchemas,
     ...auditWireSchemas,
     ...webhookWireSchemas,
+    ...exceptionWireSchemas,
+    ...scheduleWireSchemas,
   ]
   for (const schema of schemas) app.addSchema(schema)
   app.setValidatorCompiler(typeboxValidator(schemas))
@@ -117,6 +125,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'sources', description: 'Register sources and load scoped tables' },
         { name: 'recipes', description: 'Save, version, validate and explain reconciliation recipes' },
         { name: 'runs', description: 'Run recipes as background jobs; page and export their results' },
+        { name: 'exceptions', description: 'What runs left unmatched: classified, assigned, resolved' },
+        { name: 'schedules', description: 'Recipes run on a cron expression, with rolling parameters' },
         { name: 'ai', description: 'Stateless reasoning tools: mappings, filters, proposals, rules, recipes' },
         { name: 'chat', description: 'The chat agent: turns, sessions, events, phases' },
         { name: 'access', description: 'API keys and workspaces' },
@@ -169,6 +179,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(sources)
   await app.register(recipes)
   await app.register(runs)
+  await app.register(exceptions)
+  await app.register(schedules)
   await app.register(ai)
   // the chat agent's phases: each a plugin registering its PhaseConfig (plugins/); the graph is
   // checked when the app is ready, after any phase a caller registers on top
@@ -180,7 +192,17 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(sourceRoutes)
   await app.register(recipeRoutes)
   await app.register(runRoutes)
-  await app.register(reportRoutes, { exceptionAging: opts.exceptionAging })
+  await app.register(reportRoutes, {
+    // none open (a dry or sample run, everything matched or resolved): the section says so
+    exceptionAging:
+      opts.exceptionAging ??
+      (async (ws, id) => {
+        const buckets = await app.exceptions.agingForRun(ws, id)
+        return buckets.some((b) => b.count > 0) ? buckets : null
+      }),
+  })
+  await app.register(exceptionRoutes)
+  await app.register(scheduleRoutes)
   await app.register(aiRoutes)
   await app.register(chatRoutes)
   await app.register(keyRoutes)

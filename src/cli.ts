@@ -1,4 +1,5 @@
-// The `concord` command. Subcommands: serve (the HTTP service), reconcile, mcp, migrate, openapi.
+// The `concord` command. Subcommands: serve (the HTTP service), reconcile, exceptions, mcp,
+// migrate, openapi.
 // Each loads only what it uses (dynamic imports): `concord --help` reads two small modules, not
 // the server, the engine and the database.
 
@@ -12,6 +13,7 @@ const USAGE = `usage: concord <command>
 commands:
   serve      start the HTTP service (same as npm start)
   reconcile  match two files or sources with a recipe, without a server (its usage follows)
+  exceptions list, show and resolve the exceptions of a running service (concord exceptions --help)
   mcp        serve the reasoning tools over MCP on stdio (AI_MODE, ANTHROPIC_API_KEY as for the service)
   migrate    bring the database to the latest schema and exit
   openapi    print the OpenAPI document to stdout
@@ -62,6 +64,12 @@ export async function main(argv: string[]): Promise<void> {
       const { loadConfig } = await import('./config.js')
       const { reconcileCommand } = await import('./runs/cli.js')
       process.exitCode = await reconcileCommand(argv.slice(1), loadConfig({ ...process.env, LOG_LEVEL: 'silent' }))
+      return
+    }
+    case 'exceptions': {
+      // a client of a running service: none of the server's modules are loaded
+      const { exceptionsCommand } = await import('./exceptions/cli.js')
+      process.exitCode = await exceptionsCommand(argv.slice(1))
       return
     }
     case 'mcp': {

@@ -77,6 +77,13 @@ const ConfigSchema = Type.Object({
   WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4 }),
   /** Delivered and dead deliveries (and their attempts) are kept this many days for the delivery log. */
   WEBHOOK_RETENTION_DAYS: Type.Integer({ minimum: 1, default: 30 }),
+  /**
+   * An exception is a fee variance when its closest candidate failed only amount checks and the
+   * difference is at most this share of the larger amount (or equals a fee the records state); 0: off.
+   */
+  /** How often an instance looks for due schedules (0: it never fires them; other instances may). */
+  SCHEDULER_TICK_MS: Type.Integer({ minimum: 0, default: 15_000 }),
+  EXCEPTION_FEE_SHARE: Type.String({ pattern: '^(0(\\.\\d+)?|1(\\.0+)?)$', default: '0.01' }),
 })
 
 export type EnvConfig = Static<typeof ConfigSchema>
@@ -97,6 +104,9 @@ export interface Config {
   connectorModules: string[]
   runConcurrency: number
   runHeartbeatMs: number
+  /** Exact decimal text, 0..1 (src/exceptions/classify.ts). */
+  exceptionFeeShare: string
+  schedulerTickMs: number
   aiMode: 'auto' | 'deterministic' | 'llm'
   anthropicApiKey?: string
   anthropicBaseUrl?: string
@@ -158,6 +168,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       .map((m) => (m.startsWith('file:') ? m : pathToFileURL(resolve(m)).href)),
     runConcurrency: c.RUN_CONCURRENCY,
     runHeartbeatMs: c.RUN_HEARTBEAT_MS,
+    exceptionFeeShare: c.EXCEPTION_FEE_SHARE,
+    schedulerTickMs: c.SCHEDULER_TICK_MS,
     aiMode: c.AI_MODE as Config['aiMode'],
     anthropicApiKey: c.ANTHROPIC_API_KEY,
     anthropicBaseUrl: c.ANTHROPIC_BASE_URL,

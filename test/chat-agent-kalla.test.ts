@@ -194,8 +194,8 @@ t.test('kalla: greeting to a completed full run, three pairs confirmed on cards'
   const done = await chat({ session_id: id, card_response: { type: 'approve_validation' } })
   t.match(done, { phase: 'execution', status: 'completed', message: 'Done: the full run has completed.' })
   t.same(seen(approval), [
-    ['execution', ['run_full', 'run_sample']],
-    ['execution', ['run_full', 'run_sample']],
+    ['execution', ['run_full', 'run_sample', 'show_exceptions']],
+    ['execution', ['run_full', 'run_sample', 'show_exceptions']],
   ])
   t.match(fake.requests[approval].messages.at(-1), {
     content: [{ type: 'text', text: '[card] The user approved the recipe draft.' }],

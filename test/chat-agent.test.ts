@@ -349,6 +349,7 @@ t.test('phases, the prompt preview, and instructions that name only their own to
     'validate_recipe',
     'run_sample',
     'run_full',
+    'show_exceptions',
   ]
   for (const p of phases as { name: string; tools: string[]; instructions: string }[]) {
     const named = tools.filter((tool) => p.instructions.includes(tool))

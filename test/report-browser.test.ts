@@ -180,10 +180,15 @@ t.test(
       await page.locator('table[data-top="left"] tr[data-key="T-0010"] [data-figure="amount"]').innerText(),
       '4,950.00',
     )
+    const summary = run.summary as Summary
+    const aging = await page
+      .locator('[data-aging="buckets"] [data-figure="count"]')
+      .evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-value'))))
+    t.equal(aging.length, 4, 'exceptions by age: four buckets')
     t.equal(
-      await page.locator('[data-aging="none"]').innerText(),
-      'No exceptions recorded for this run.',
-      'exceptions by age: none recorded',
+      aging.reduce((a, b) => a + b, 0),
+      Number(summary.left.unmatched) + Number(summary.right.unmatched) + summary.ambiguous,
+      'exceptions by age: every unmatched record and held match is an open exception',
     )
     t.ok(await page.locator('figure[data-histogram="amount"] svg').isVisible(), 'the amount histogram is drawn')
     t.ok(

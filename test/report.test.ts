@@ -49,10 +49,17 @@ t.test('the figures agree with the summary and with the result pages they summar
   )
   t.match(res.body, '<span data-figure="match-rate" data-value="0.782609">78.26 %</span>')
   t.match(res.body, /<tr data-side="left">[\s\S]*?data-figure="unmatched_amount" data-value="5715.00">5,715.00</)
-  t.match(
-    res.body,
-    /<section id="aging">\s*<h2>Exceptions by age<\/h2>\s*<p class="empty" data-aging="none">No exceptions recorded for this run\.<\/p>/,
-    'without an aging provider the section says so',
+  // the service's own provider: the run's open exceptions by age, every unmatched record one
+  const counts = [
+    ...res.body.matchAll(
+      /<tr data-bucket="[^"]*">\s*<td>[^<]*<\/td>\s*<td class="num"><span data-figure="count" data-value="(\d+)"/g,
+    ),
+  ]
+  t.equal(counts.length, 4, 'four age buckets')
+  t.equal(
+    counts.reduce((n, m) => n + Number(m[1]), 0),
+    run.summary.left.unmatched + run.summary.right.unmatched + run.summary.ambiguous,
+    'the exceptions by age count every unmatched record and held match',
   )
 
   const { recipe } = await app.db.selectFrom('runs').select('recipe').where('id', '=', run.id).executeTakeFirstOrThrow()
@@ -194,7 +201,7 @@ t.test(
     ]
     const app = await reportApp(t, {
       files: exampleFiles(),
-      aging: (runId) => {
+      aging: (_ws, runId) => {
         asked.push(runId)
         return answer()
       },
@@ -213,7 +220,7 @@ t.test(
     )
 
     answer = async () => null
-    t.match((await get()).body, 'No exceptions recorded for this run.')
+    t.match((await get()).body, 'No open exceptions for this run.')
     answer = async () => {
       throw new Error('exceptions table unavailable')
     }

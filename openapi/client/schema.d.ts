@@ -1538,6 +1538,1030 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/exceptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Exceptions, filtered and sorted, a page at a time (open ones unless status says otherwise) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description created by this run */
+                    run_id?: string;
+                    recipe_id?: string;
+                    /** @description one or more, comma-separated: missing_counterpart, amount_outside_tolerance, fee_variance, date_outside_window, duplicate, ambiguous, unmatched_by_operator, other */
+                    reason?: string;
+                    status?: "open" | "resolved" | "all";
+                    side?: "left" | "right" | "both";
+                    /** @description assigned to this name; "-" for unassigned */
+                    assignee?: string;
+                    /** @description at least this many days old */
+                    age_min?: number;
+                    /** @description at most this many days old */
+                    age_max?: number;
+                    /** @description amount at risk at least this (exact) */
+                    amount_min?: string;
+                    /** @description amount at risk at most this (exact) */
+                    amount_max?: string;
+                    /** @description amount: amount at risk; age: oldest first (desc); created: newest first (desc) */
+                    sort?: "amount" | "age" | "created";
+                    order?: "asc" | "desc";
+                    limit?: number;
+                    /** @description next_cursor of the previous page */
+                    cursor?: string;
+                    /** @description also count every match (slower) */
+                    count?: boolean;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ExceptionPage"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/exceptions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An exception with its comments, history and the evidence the run kept for its record */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: number;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ExceptionDetail"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{id}/exceptions/aging": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A run's open exceptions by age (days since the record's date), with their amount at risk */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            bucket: string;
+                            count: number;
+                            amount: string;
+                        }[];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/exceptions/{id}/assign": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Assign an open exception (assignee null: unassign) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: number;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        assignee: string | null;
+                        /** @description the version you saw: a 409 when it changed since */
+                        version?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Exception"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/exceptions/{id}/comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Comment on an exception */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: number;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        text: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: number;
+                            actor: string;
+                            action: string;
+                            detail: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/exceptions/{id}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Accept an open exception as it is (with a reason) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: number;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        reason: string;
+                        /** @description the version you saw: a 409 when it changed since */
+                        version?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Exception"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/exceptions/{id}/write-off": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Write an open exception off (with a reason) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: number;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        reason: string;
+                        /** @description the version you saw: a 409 when it changed since */
+                        version?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Exception"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/exceptions/match": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Match chosen records by hand: their amounts must pass the recipe's amount checks, or an adjustment books the difference */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ManualMatchRequest"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ManualMatchResult"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/exceptions/unmatch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Undo an automatic match of a run: its records become open exceptions (once per match) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["UnmatchRequest"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["UnmatchResult"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/exceptions/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** One action on many exceptions, all or nothing (a missing or resolved one refuses the lot) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["BulkExceptionRequest"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["BulkExceptionResult"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Schedules, oldest first */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            schedules: components["schemas"]["Schedule"][];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Run a saved recipe on a cron expression, parameters bound to rolling dates */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ScheduleRequest"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Schedule"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/schedules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A schedule: its next occurrence and its last run */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Schedule"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a schedule (its runs stay) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Change a schedule (a new cron, zone or active state moves its next occurrence) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["SchedulePatch"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Schedule"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/api/schedules/{id}/fire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a schedule now, its parameters resolved as of now (its next occurrence stays) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RunView"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/ai": {
         parameters: {
             query?: never;
@@ -1736,7 +2760,7 @@ export interface paths {
                                 /** @enum {string} */
                                 type: "card";
                                 card: {
-                                    type: "source_preview" | "sample" | "match_proposals" | "rules" | "recipe" | "validation" | "run_summary";
+                                    type: "source_preview" | "sample" | "match_proposals" | "rules" | "recipe" | "validation" | "run_summary" | "exceptions";
                                     /** @description the card's content: rows, proposals, rules, a recipe, a report, a summary */
                                     data: unknown;
                                 };
@@ -2729,7 +3753,7 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    entity_type?: "source" | "recipe" | "run" | "exception" | "key" | "schedule" | "webhook" | "workspace";
+                    entity_type?: "source" | "recipe" | "run" | "exception" | "match" | "key" | "schedule" | "webhook" | "workspace";
                     entity_id?: string;
                     /** @description e.g. recipe.updated */
                     action?: string;
@@ -3626,6 +4650,11 @@ export interface components {
             reuse_model_from?: string;
             /** @description a set of scoped tables of your own: loads and sample runs naming it share it, and no other client's load replaces its tables; without it, the workspace's shared set */
             scope_set?: string;
+            /**
+             * @description carry the saved recipe's open exceptions (records earlier runs left unmatched) into this run's scope
+             * @default false
+             */
+            carry_open_items?: boolean;
         };
         RunSummary: {
             recipe: string;
@@ -3766,6 +4795,8 @@ export interface components {
                 suggestion?: string;
             } | null;
             retry_of: string | null;
+            /** @description whether the recipe's open exceptions were carried into the run */
+            carry_open_items: boolean;
             /** Format: date-time */
             created_at: string;
             started_at: string | null;
@@ -3838,7 +4869,7 @@ export interface components {
             /** @description what: source.created, recipe.updated, run.completed, key.revoked… */
             action: string;
             entity: {
-                type: "source" | "recipe" | "run" | "exception" | "key" | "schedule" | "webhook" | "workspace";
+                type: "source" | "recipe" | "run" | "exception" | "match" | "key" | "schedule" | "webhook" | "workspace";
                 id: string;
             };
             /** @description the entity before the change; null for a creation */
@@ -3911,6 +4942,214 @@ export interface components {
             total: number;
             offset: number;
             limit: number;
+        };
+        Exception: {
+            id: number;
+            /** @description the run that created it */
+            run_id: string;
+            last_run_id: string | null;
+            recipe_id: string | null;
+            recipe_version: number | null;
+            /** @description both: an ambiguous match (its records in `keys`) */
+            side: "left" | "right" | "both";
+            record_key: string;
+            keys: {
+                left: string[];
+                right: string[];
+            } | null;
+            match_id: string | null;
+            candidate_key: string | null;
+            amount: string | null;
+            /** @description the difference to the closest candidate for amount reasons, else the whole amount (0 without an amount) */
+            amount_at_risk: string;
+            difference: string | null;
+            record_date: string | null;
+            /** @description days since the record's date (or since it was created, without one) */
+            age_days: number;
+            reason: "missing_counterpart" | "amount_outside_tolerance" | "fee_variance" | "date_outside_window" | "duplicate" | "ambiguous" | "unmatched_by_operator" | "other";
+            /** @description whether later runs of the recipe with carry_open_items carry it */
+            carry: boolean;
+            status: "open" | "resolved";
+            resolution: ("manual_match" | "written_off" | "accepted" | "matched_by_later_run" | "unmatched") | null;
+            resolution_detail: {
+                [key: string]: unknown;
+            } | null;
+            resolved_by: string | null;
+            resolved_at: string | null;
+            assignee: string | null;
+            /** @description send it back with a change to refuse a stale one (409) */
+            version: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        ExceptionPage: {
+            items: components["schemas"]["Exception"][];
+            next_cursor: string | null;
+            /** @description with count=true: how many match the filters */
+            total?: number;
+        };
+        ExceptionDetail: {
+            exception: components["schemas"]["Exception"];
+            comments: {
+                id: number;
+                actor: string;
+                action: string;
+                detail: {
+                    [key: string]: unknown;
+                } | null;
+                /** Format: date-time */
+                created_at: string;
+            }[];
+            history: {
+                id: number;
+                actor: string;
+                action: string;
+                detail: {
+                    [key: string]: unknown;
+                } | null;
+                /** Format: date-time */
+                created_at: string;
+            }[];
+            evidence: {
+                /** @description why the run left it unmatched, in words */
+                reason: string;
+                closest_candidate: string | null;
+                failed: {
+                    pass: string;
+                    conjunct: string;
+                } | null;
+                tied_with: string | null;
+                /** @description the record's columns, as stored */
+                record: {
+                    [key: string]: unknown;
+                };
+            } | null;
+        };
+        ManualMatchRequest: {
+            /** @description open exceptions of one recipe, at least one left and one right */
+            exception_ids: number[];
+            /** @description books the difference: the left amounts minus the right amounts minus this must be within the recipe tolerance */
+            adjustment?: {
+                /** @description an exact decimal, e.g. "12.50" */
+                amount: string;
+                reason: string;
+            };
+            note?: string;
+            /** @description exception id → the version you saw */
+            versions?: {
+                [key: string]: number;
+            };
+        };
+        UnmatchRequest: {
+            run_id: string;
+            match_id: string;
+            reason: string;
+        };
+        BulkExceptionRequest: {
+            action: "assign" | "comment" | "accept" | "write_off";
+            ids: number[];
+            assignee?: string | null;
+            reason?: string;
+            text?: string;
+        };
+        BulkExceptionResult: {
+            action: string;
+            ids: number[];
+            count: number;
+        };
+        ManualMatchResult: {
+            /** @description the id of this manual match */
+            match_group: string;
+            exceptions: components["schemas"]["Exception"][];
+            left_amount: string | null;
+            right_amount: string | null;
+            difference: string | null;
+            adjustment: {
+                amount: string;
+                reason: string;
+            } | null;
+            accepted_by: {
+                pass: string | null;
+                /** @description the recipe's amount checks the sums passed */
+                checks: string[];
+            } | null;
+        };
+        UnmatchResult: {
+            run_id: string;
+            match_id: string;
+            /** @description the match's records, open again */
+            exceptions: components["schemas"]["Exception"][];
+        };
+        ScheduleRequest: {
+            recipe_id: string;
+            name?: string | null;
+            /** @description minute hour day-of-month month day-of-week, e.g. "0 6 * * *"; or @daily, @hourly, @weekly, @monthly */
+            cron: string;
+            /**
+             * @description an IANA zone: when the cron fires and what "today" is
+             * @default UTC
+             */
+            timezone?: string;
+            /** @description values of the recipe parameters: fixed, or { "rolling": "yesterday" } */
+            params?: {
+                [key: string]: string | number | boolean | {
+                    /** @description one of: today, yesterday, tomorrow, week_start, last_week_start, last_week_end, month_start, month_end, last_month_start, last_month_end, year_start, last_year_start, last_year_end, today-<n>d, today+<n>d */
+                    rolling: string;
+                };
+            };
+            /**
+             * @description carry the recipe's open exceptions into each run
+             * @default true
+             */
+            carry_open_items?: boolean;
+            /** @default true */
+            active?: boolean;
+        };
+        SchedulePatch: {
+            name?: string | null;
+            /** @description minute hour day-of-month month day-of-week, e.g. "0 6 * * *"; or @daily, @hourly, @weekly, @monthly */
+            cron?: string;
+            timezone?: string;
+            /** @description values of the recipe parameters: fixed, or { "rolling": "yesterday" } */
+            params?: {
+                [key: string]: string | number | boolean | {
+                    /** @description one of: today, yesterday, tomorrow, week_start, last_week_start, last_week_end, month_start, month_end, last_month_start, last_month_end, year_start, last_year_start, last_year_end, today-<n>d, today+<n>d */
+                    rolling: string;
+                };
+            };
+            carry_open_items?: boolean;
+            active?: boolean;
+            /** @description the version you read: a 409 when it changed */
+            version?: number;
+        };
+        Schedule: {
+            id: string;
+            recipe_id: string;
+            name: string | null;
+            cron: string;
+            timezone: string;
+            params: {
+                [key: string]: string | number | boolean | {
+                    /** @description one of: today, yesterday, tomorrow, week_start, last_week_start, last_week_end, month_start, month_end, last_month_start, last_month_end, year_start, last_year_start, last_year_end, today-<n>d, today+<n>d */
+                    rolling: string;
+                };
+            };
+            carry_open_items: boolean;
+            active: boolean;
+            next_run_at: string | null;
+            last_fired_at: string | null;
+            last_run_id: string | null;
+            last_error: {
+                error: string;
+                message: string;
+            } | null;
+            version: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
         };
     };
     responses: never;

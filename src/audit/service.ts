@@ -19,7 +19,17 @@ import { canonicalJson, GENESIS, rowHash } from './chain.js'
 
 export type Executor = Kysely<Database> | Transaction<Database>
 
-export const ENTITY_TYPES = ['source', 'recipe', 'run', 'exception', 'key', 'schedule', 'webhook', 'workspace'] as const
+export const ENTITY_TYPES = [
+  'source',
+  'recipe',
+  'run',
+  'exception',
+  'match',
+  'key',
+  'schedule',
+  'webhook',
+  'workspace',
+] as const
 export type EntityType = (typeof ENTITY_TYPES)[number]
 
 export interface AuditEntry {

@@ -53,6 +53,8 @@ export interface RunsTable {
   retry_of: string | null
   /** The instance that queued the run and runs it (instances.id); null for runs from before owners. */
   owner: string | null
+  /** Carry the recipe's open exceptions into the run (src/exceptions/carry.ts). */
+  carry_open_items: ColumnType<boolean, boolean | undefined, boolean>
   created_at: ColumnType<Date, never, never>
   started_at: ColumnType<Date | null, Date | null, Date | null>
   finished_at: ColumnType<Date | null, Date | null, Date | null>
@@ -224,6 +226,85 @@ export interface WebhookAttemptsTable {
   at: ColumnType<Date, never, never>
 }
 
+export type ExceptionStatus = 'open' | 'resolved'
+
+/** What a completed run left unmatched or ambiguous, worked until resolved (src/exceptions/). */
+export interface ExceptionsTable {
+  id: Generated<number>
+  workspace_id: string
+  /** The run that created it (its unmatched file holds the record's columns). */
+  run_id: string
+  /** The latest later run that saw it still open (null: only the run that created it). */
+  last_run_id: string | null
+  recipe_id: string | null
+  recipe_version: number | null
+  side: 'left' | 'right' | 'both'
+  record_key: string
+  /** Ambiguous groups: every record key of the match, per side. */
+  keys: JSONColumnType<{ left: string[]; right: string[] } | null, string | null, string | null>
+  match_id: string | null
+  candidate_key: string | null
+  /** Exact decimals, as text. */
+  amount: string | null
+  /** 0 when the record has no amount. */
+  amount_at_risk: ColumnType<string, string | undefined, string>
+  difference: string | null
+  record_date: string | null
+  /** The date its age counts from: the record's date, else the day it was created. */
+  age_from: string
+  reason: string
+  /** Whether a later run of the recipe carries it (its record's columns are stored). */
+  carry: ColumnType<boolean, boolean | undefined, boolean>
+  status: ColumnType<ExceptionStatus, ExceptionStatus | undefined, ExceptionStatus>
+  resolution: string | null
+  resolution_detail: JSONColumnType<Record<string, unknown> | null, string | null, string | null>
+  resolved_by: string | null
+  resolved_at: Date | null
+  assignee: string | null
+  version: ColumnType<number, number | undefined, number>
+  created_at: ColumnType<Date, never, never>
+  updated_at: ColumnType<Date, never, unknown>
+}
+
+export interface ExceptionHistoryTable {
+  id: Generated<number>
+  exception_id: number
+  actor: string
+  action: string
+  detail: JSONColumnType<Record<string, unknown> | null, string | null, never>
+  created_at: ColumnType<Date, never, never>
+}
+
+export interface UnmatchedMatchesTable {
+  run_id: string
+  match_id: string
+  actor: string
+  reason: string
+  created_at: ColumnType<Date, never, never>
+}
+
+/** A saved recipe run on a cron expression (src/schedules/). */
+export interface SchedulesTable {
+  id: string
+  workspace_id: string
+  recipe_id: string
+  name: string | null
+  cron: string
+  timezone: string
+  /** Parameter bindings: values, or { rolling: token } resolved at each firing. */
+  params: JSONColumnType<Record<string, string | number | boolean | { rolling: string }>, string, string>
+  carry_open_items: boolean
+  active: boolean
+  /** The next occurrence to fire; null while inactive. Claimed by compare-and-set. */
+  next_run_at: Date | null
+  last_fired_at: Date | null
+  last_run_id: string | null
+  last_error: JSONColumnType<{ error: string; message: string } | null, string | null, string | null>
+  version: ColumnType<number, number | undefined, number>
+  created_at: ColumnType<Date, never, never>
+  updated_at: ColumnType<Date, never, unknown>
+}
+
 export interface Database {
   sources: SourcesTable
   recipes: RecipesTable
@@ -242,10 +323,16 @@ export interface Database {
   webhooks: WebhooksTable
   webhook_outbox: WebhookOutboxTable
   webhook_attempts: WebhookAttemptsTable
+  exceptions: ExceptionsTable
+  exception_history: ExceptionHistoryTable
+  unmatched_matches: UnmatchedMatchesTable
+  schedules: SchedulesTable
 }
 
 export type SourceRow = Selectable<SourcesTable>
 export type NewSourceRow = Insertable<SourcesTable>
 export type RecipeRow = Selectable<RecipesTable>
 export type RunRow = Selectable<RunsTable>
+export type ExceptionRow = Selectable<ExceptionsTable>
+export type ScheduleRow = Selectable<SchedulesTable>
 export type { Generated }

@@ -16,7 +16,8 @@ import type { Artifact, Sample, SessionState } from './session.js'
 import type { JsonRow } from '../engine/data/table.js'
 
 export interface Card {
-  type: 'source_preview' | 'sample' | 'match_proposals' | 'rules' | 'recipe' | 'validation' | 'run_summary'
+  type:
+    'source_preview' | 'sample' | 'match_proposals' | 'rules' | 'recipe' | 'validation' | 'run_summary' | 'exceptions'
   data: unknown
 }
 
@@ -381,6 +382,35 @@ export const AGENT_TOOLS: AgentTool[] = [
     input: Type.Object({}),
     changesState: true,
     run: (app, ws, s) => run(app, ws, s, 'full'),
+  },
+  {
+    name: 'show_exceptions',
+    description:
+      "The exceptions of the session's last full run: how many by reason (missing counterpart, amount outside tolerance, fee variance, date outside window, duplicate, ambiguous, …) with the amount at risk, and the largest open ones. Shown to the user as a card.",
+    input: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 20, default: 5 })) }),
+    aliases: { top: 'limit', count: 'limit' },
+    changesState: false,
+    async run(app, ws, s, input) {
+      const last = s.last_run
+      if (!last || last.mode !== 'full')
+        throw new ConcordError(
+          'no_full_run',
+          'the session has no full run yet: sample runs make no exceptions',
+          400,
+          'run the recipe with run_full first',
+        )
+      const overview = await app.exceptions.overviewOfRun(ws, last.id, Number(input.limit ?? 5))
+      return {
+        result: overview,
+        card: { type: 'exceptions', data: overview },
+        artifact: {
+          kind: 'run',
+          summary: `exceptions of run ${last.id}: ${overview.open} open of ${overview.total}, ${overview.by_reason
+            .map((r) => `${r.count} ${r.reason}`)
+            .join(', ')}`,
+        },
+      }
+    },
   },
 ]
 

@@ -51,7 +51,16 @@ const Session = Type.Object(
   { additionalProperties: true, description: 'the session: phase, status and every field' },
 )
 
-const CARD_TYPES = ['source_preview', 'sample', 'match_proposals', 'rules', 'recipe', 'validation', 'run_summary']
+const CARD_TYPES = [
+  'source_preview',
+  'sample',
+  'match_proposals',
+  'rules',
+  'recipe',
+  'validation',
+  'run_summary',
+  'exceptions',
+]
 
 const Segment = Type.Union([
   Type.Object({ type: Type.Literal('text'), text: Type.String() }),

@@ -33,6 +33,8 @@ export interface JobSpec {
   connectors: Omit<ConnectorContext, 'log'>
   /** Where the result files go; null for a dry run. */
   outDir: string | null
+  /** A run that makes exceptions: the open items it may carry and close (src/exceptions/). */
+  exceptions?: import('../exceptions/batch.js').ExceptionJob
 }
 
 export interface JobProgress {
@@ -65,13 +67,17 @@ export interface JobOptions {
    * it is null). `concord reconcile --out` encodes CSV from the tables in memory instead.
    */
   write?: (results: ResultsInput) => Promise<void>
+  /** Replaces the loaded sides before matching (open items carried in from earlier runs). */
+  prepareTables?: (tables: { left: Table; right: Table }) => Promise<{ left: Table; right: Table }>
+  /** Sees a completed run's results before they are written (its exceptions are made from them). */
+  afterMatch?: (results: ResultsInput, lookups: Record<string, Table>) => void
 }
 
 /** Runs a job; resolves with the summary once the results (if any) are written. */
 export async function runJob(
   spec: JobSpec,
   onProgress: (p: JobProgress) => void = () => {},
-  { signal, connectors, write = storeIn(spec.outDir) }: JobOptions = {},
+  { signal, connectors, write = storeIn(spec.outDir), prepareTables, afterMatch }: JobOptions = {},
 ): Promise<RunSummary> {
   const progress: JobProgress = { ...initialProgress(), phase: 'loading' }
   const report = (patch: Partial<JobProgress>) => {
@@ -90,7 +96,7 @@ export async function runJob(
     } finally {
       if (!connectors) await (await registry.catch(() => undefined))?.close()
     }
-    return finish({ ...pushed, ...keys }, report, write)
+    return finish({ ...pushed, ...keys }, report, write, (r) => afterMatch?.(r, {}))
   }
   let tables: { left: Table; right: Table }
   let lookups: Record<string, Table>
@@ -125,6 +131,7 @@ export async function runJob(
   } finally {
     if (!connectors) await (await registry?.catch(() => undefined))?.close()
   }
+  if (prepareTables) tables = await prepareTables(tables)
   signal?.throwIfAborted()
   report({ phase: 'matching' })
   const result = reconcile(spec.recipe, tables.left, tables.right, {
@@ -133,7 +140,7 @@ export async function runJob(
     lookups,
     onProgress: (p) => report({ pass: p.pass, percent: 30 + Math.round(p.percent * 0.55) }),
   })
-  return finish({ result, ...keys }, report, write)
+  return finish({ result, ...keys }, report, write, (r) => afterMatch?.(r, lookups))
 }
 
 /** The default writer: the Arrow files into `dir`, or nothing for a dry run. */
@@ -149,10 +156,12 @@ async function finish(
   results: ResultsInput,
   report: (patch: Partial<JobProgress>) => void,
   write: JobOptions['write'],
+  afterMatch: (results: ResultsInput) => void,
 ): Promise<RunSummary> {
   const { summary } = results.result
   // a failed pass leaves the progress where the run stopped
   if (summary.status !== 'completed') return summary
+  afterMatch(results)
   if (write) {
     report({ phase: 'writing', percent: 85 })
     await write(results)

@@ -25,6 +25,8 @@ import {
   type PassInfo,
 } from '../engine/explain/evidence.js'
 import { ConcordError } from '../errors.js'
+import type { ColumnInfo } from '../engine/data/types.js'
+import { fromArrowTable } from '../engine/load/arrow.js'
 import { formatDate, formatDecimal, formatTimestamp } from '../engine/data/values.js'
 import { CsvWriter, validity } from './csv.js'
 import { indexFile, type KeyIndex, readKeyIndex } from './key-index.js'
@@ -371,6 +373,19 @@ export async function unmatchedPage(
     items.push({ record_key: String(col('record_key').get(i)), ...miss(i), record })
   }
   return { total, offset, limit, items }
+}
+
+/**
+ * The two sides' columns as a completed run stored them (the `l.`/`r.` columns of its unmatched
+ * files), with their types: what the run matched, whatever the sources hold since.
+ */
+export async function storedSchemas(dir: string): Promise<{ l: ColumnInfo[]; r: ColumnInfo[] }> {
+  const side = async (set: 'unmatched-left' | 'unmatched-right', prefix: string) =>
+    fromArrowTable((await open(dir, set)).slice(0, 0), (name) => name.startsWith(prefix)).columns.map((c) => ({
+      ...c,
+      name: c.name.slice(prefix.length),
+    }))
+  return { l: await side('unmatched-left', 'l.'), r: await side('unmatched-right', 'r.') }
 }
 
 /** A result set's file; a run stored before ambiguous matches had their own file has none for them. */

@@ -38,6 +38,13 @@ export const RunRequestSchema = Type.Object(
       }),
     ),
     scope_set: Type.Optional(ScopeSet),
+    carry_open_items: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description:
+          "carry the saved recipe's open exceptions (records earlier runs left unmatched) into this run's scope",
+      }),
+    ),
   },
   { $id: 'RunRequest', additionalProperties: false },
 )
@@ -170,6 +177,7 @@ export const RunViewSchema = Type.Object(
       Type.Object({ error: Type.String(), message: Type.String(), suggestion: Type.Optional(Type.String()) }),
     ),
     retry_of: Nullable(Type.String()),
+    carry_open_items: Type.Boolean({ description: "whether the recipe's open exceptions were carried into the run" }),
     created_at: Type.String({ format: 'date-time' }),
     started_at: Nullable(Type.String({ format: 'date-time' })),
     finished_at: Nullable(Type.String({ format: 'date-time' })),

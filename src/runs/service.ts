@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import type { Worker } from 'node:worker_threads'
 import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
-import { type Kysely, sql } from 'kysely'
+import { type Kysely, sql, type Transaction } from 'kysely'
 import { type Attribution, SYSTEM } from '../audit/service.js'
 import type { Config } from '../config.js'
 import type { Database, RunRow, RunStatus } from '../db/schema.js'
@@ -43,6 +43,8 @@ export interface StartRun {
   reuse_model_from?: string
   /** A sample run's named set of scoped tables (see sources' scopeOwner). */
   scope_set?: string
+  /** Carry the saved recipe's open exceptions into the run (src/exceptions/carry.ts). */
+  carry_open_items?: boolean
 }
 
 export interface RunView {
@@ -59,12 +61,28 @@ export interface RunView {
   summary: RunSummary | null
   error: { error: string; message: string; suggestion?: string } | null
   retry_of: string | null
+  carry_open_items: boolean
   created_at: string
   started_at: string | null
   finished_at: string | null
 }
 
 const FINISHED: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'interrupted'])
+
+/**
+ * What other services add to a run's life (exceptions, src/exceptions/service.ts): `prepare`
+ * completes a job's spec before it runs; `finished` runs in the transaction that records a
+ * run's outcome, with whatever the worker sent beside the summary (`extra`). A `finished` hook
+ * that throws rolls the outcome back: a completed run then becomes failed, its files removed.
+ */
+export interface RunHooks {
+  prepare: ((row: RunRow, spec: JobSpec) => Promise<void>)[]
+  finished: ((
+    trx: Transaction<Database>,
+    run: RunRow,
+    outcome: { status: RunStatus; summary?: RunSummary; extra?: unknown },
+  ) => Promise<void>)[]
+}
 
 interface Active {
   worker: Worker
@@ -88,6 +106,7 @@ export class RunsService {
   private heartbeat: NodeJS.Timeout | undefined
   /** A queued sample run's scoped tables, captured when it was started. */
   private readonly samples = new Map<string, { left: Table; right: Table }>()
+  readonly hooks: RunHooks = { prepare: [], finished: [] }
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -308,6 +327,20 @@ export class RunsService {
         )
       await this.checkPushdown(ws, applied, engine)
     }
+    const carry = body.carry_open_items ?? false
+    if (
+      carry &&
+      (mode !== 'full' ||
+        body.dry_run ||
+        engine !== 'memory' ||
+        (retryOf ?? { recipe_id: recipeId }).recipe_id === null)
+    )
+      throw new ConcordError(
+        'carry_unavailable',
+        'carry_open_items needs a full run (not a dry run) of a saved recipe on engine memory',
+        400,
+        'run a saved recipe with "mode": "full", or leave carry_open_items out',
+      )
     const id = randomUUID()
     await this.db.transaction().execute(async (tx) => {
       const queued = await tx
@@ -326,6 +359,7 @@ export class RunsService {
           progress: JSON.stringify(initialProgress()),
           retry_of: retryOf?.id ?? null,
           owner: this.instance,
+          carry_open_items: carry,
         })
         .returningAll()
         .executeTakeFirstOrThrow()
@@ -384,7 +418,14 @@ export class RunsService {
     // the stored recipe already has its parameters in its scopes; its origin (saved recipe and
     // version) and parameters are recorded as the run is queued, so its summary carries them too
     const { params: _declared, ...recipe } = row.recipe
-    return this.start(ws, { recipe, mode: row.mode, dry_run: row.dry_run, engine: row.engine }, row, this.log, '', by)
+    return this.start(
+      ws,
+      { recipe, mode: row.mode, dry_run: row.dry_run, engine: row.engine, carry_open_items: row.carry_open_items },
+      row,
+      this.log,
+      '',
+      by,
+    )
   }
 
   private async checkPushdown(ws: string, recipe: Recipe, engine: string): Promise<void> {
@@ -460,6 +501,7 @@ export class RunsService {
         })
       spec.sample = captured
     }
+    for (const prepare of this.hooks.prepare) await prepare(row, spec)
     const mine = await this.db
       .updateTable('runs')
       .set({ status: 'running', started_at: new Date() })
@@ -484,7 +526,7 @@ export class RunsService {
       let finished = false
       const end = async (
         status: RunStatus,
-        patch: { summary?: RunSummary; error?: RunView['error'] },
+        patch: { summary?: RunSummary; error?: RunView['error']; extra?: unknown },
         reusable: boolean,
       ) => {
         if (finished) return
@@ -506,6 +548,7 @@ export class RunsService {
         progress?: JobProgress
         summary?: RunSummary
         error?: RunView['error']
+        exceptions?: unknown
       }) => {
         if (msg.type === 'progress' && msg.progress) {
           active.progress = msg.progress
@@ -521,7 +564,7 @@ export class RunsService {
               },
               true,
             )
-          else void end('completed', { summary: msg.summary }, true)
+          else void end('completed', { summary: msg.summary, extra: msg.exceptions }, true)
         } else if (msg.type === 'failed') void end('failed', { error: msg.error }, true)
       }
       const onError = (err: Error) =>
@@ -569,7 +612,7 @@ export class RunsService {
   private async finish(
     id: string,
     status: RunStatus,
-    patch: { summary?: RunSummary; error?: RunView['error'] },
+    patch: { summary?: RunSummary; error?: RunView['error']; extra?: unknown },
     lastProgress?: JobProgress,
     /** Who caused it (a cancel); the service itself otherwise. */
     by: Attribution = SYSTEM,
@@ -591,31 +634,21 @@ export class RunsService {
     }
     await rm(tmp, { recursive: true, force: true })
     try {
-      // the outcome, its audit row and its webhook event (completed, failed) commit together
-      const recorded = await this.db.transaction().execute(async (tx) => {
-        const after = await tx
-          .updateTable('runs')
-          .set({
-            status: outcome,
-            finished_at: new Date(),
-            // a completed run is done; any other keeps where it stopped (phase, pass, rows, percent)
-            progress: JSON.stringify(
-              outcome === 'completed'
-                ? { ...(lastProgress ?? row.progress), phase: 'done', percent: 100 }
-                : (lastProgress ?? row.progress),
-            ),
-            summary: patch.summary ? JSON.stringify(patch.summary) : null,
-            error: patch.error ? JSON.stringify(patch.error) : null,
-          })
-          .where('id', '=', id)
-          // only this instance's run, still unfinished: one another instance took over as
-          // interrupted (this one was silent too long) stays so, and keeps no files
-          .where('owner', '=', this.instance)
-          .where('status', 'in', ['queued', 'running'])
-          .returningAll()
-          .executeTakeFirst()
-        if (after) await runChanged(tx, this.observers, `run.${outcome}`, row, after, by)
-        return after
+      // the outcome, its audit row, its webhook event and its exceptions commit together
+      const recorded = await this.record(id, row, outcome, patch, lastProgress, by).catch(async (err) => {
+        if (outcome !== 'completed') throw err
+        // a hook refused the completed run (its exceptions could not be stored): it fails instead
+        this.log.error({ err, run_id: id }, 'completed run not recorded: its hooks failed')
+        await rm(this.resultsDir(id), { recursive: true, force: true })
+        outcome = 'failed'
+        patch = {
+          ...patch,
+          error: {
+            error: 'exceptions_not_stored',
+            message: `the run's exceptions could not be stored: ${(err as Error).message}`,
+          },
+        }
+        return this.record(id, row, outcome, patch, lastProgress, by)
       })
       if (!recorded) {
         await rm(this.resultsDir(id), { recursive: true, force: true })
@@ -636,6 +669,48 @@ export class RunsService {
       if (seconds > 0) this.metrics?.runRowsPerSecond.observe({ engine: row.engine }, rows / seconds)
     }
     this.log.info({ run_id: id, status: outcome, matches: patch.summary?.matches, seconds }, 'run finished')
+  }
+
+  /**
+   * The outcome's row update and the hooks, in one transaction; false when the run was not this
+   * instance's unfinished run any more.
+   */
+  private async record(
+    id: string,
+    row: RunRow,
+    outcome: RunStatus,
+    patch: { summary?: RunSummary; error?: RunView['error']; extra?: unknown },
+    lastProgress?: JobProgress,
+    by: Attribution = SYSTEM,
+  ): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const recorded = await trx
+        .updateTable('runs')
+        .set({
+          status: outcome,
+          finished_at: new Date(),
+          // a completed run is done; any other keeps where it stopped (phase, pass, rows, percent)
+          progress: JSON.stringify(
+            outcome === 'completed'
+              ? { ...(lastProgress ?? row.progress), phase: 'done', percent: 100 }
+              : (lastProgress ?? row.progress),
+          ),
+          summary: patch.summary ? JSON.stringify(patch.summary) : null,
+          error: patch.error ? JSON.stringify(patch.error) : null,
+        })
+        .where('id', '=', id)
+        // only this instance's run, still unfinished: one another instance took over as
+        // interrupted (this one was silent too long) stays so, and keeps no files
+        .where('owner', '=', this.instance)
+        .where('status', 'in', ['queued', 'running'])
+        .returningAll()
+        .executeTakeFirst()
+      if (!recorded) return false
+      await runChanged(trx, this.observers, `run.${outcome}`, row, recorded, by)
+      for (const finished of this.hooks.finished)
+        await finished(trx, recorded, { status: outcome, summary: patch.summary, extra: patch.extra })
+      return true
+    })
   }
 
   async cancel(ws: string, id: string, by: Attribution = SYSTEM): Promise<RunView> {
@@ -769,6 +844,7 @@ export class RunsService {
       summary: row.summary,
       error: row.error,
       retry_of: row.retry_of,
+      carry_open_items: row.carry_open_items,
       created_at: iso(row.created_at)!,
       started_at: iso(row.started_at),
       finished_at: iso(row.finished_at),

@@ -10,6 +10,8 @@ import * as runOwners from './007-run-owners.js'
 import * as idempotency from './008-idempotency.js'
 import * as audit from './011-audit.js'
 import * as webhooks from './012-webhooks.js'
+import * as exceptions from './009-exceptions.js'
+import * as schedules from './010-schedules.js'
 
 export const migrations: Record<string, Migration> = {
   '001-sources': sources,
@@ -22,4 +24,6 @@ export const migrations: Record<string, Migration> = {
   '008-idempotency': idempotency,
   '011-audit': audit,
   '012-webhooks': webhooks,
+  '009-exceptions': exceptions,
+  '010-schedules': schedules,
 }

@@ -5,7 +5,15 @@
 // Types the engine has no column for (lists, structs, …) are read as their text.
 
 import { readFile } from 'node:fs/promises'
-import { type Data, DataType, type Field, tableFromIPC, TimeUnit, type Vector } from 'apache-arrow'
+import {
+  type Data,
+  DataType,
+  type Field,
+  type Table as ArrowTable,
+  tableFromIPC,
+  TimeUnit,
+  type Vector,
+} from 'apache-arrow'
 import { ConcordError } from '../../errors.js'
 import type { Column } from '../data/column.js'
 import type { Table } from '../data/table.js'
@@ -145,9 +153,15 @@ export async function loadArrow(path: string, signal?: AbortSignal): Promise<Tab
       'give an Arrow IPC file (.arrow, .feather v2) or stream (.arrows)',
     )
   }
+  return fromArrowTable(table)
+}
+
+/** Some (or all) columns of an Arrow table as the engine's columns, named as in the table. */
+export function fromArrowTable(table: ArrowTable, keep: (name: string) => boolean = () => true): Table {
   const columns: ColumnInfo[] = []
   const data: Column[] = []
   table.schema.fields.forEach((field, c) => {
+    if (!keep(field.name)) return
     const made = column(field, table.getChildAt(c)!)
     columns.push(made.info)
     data.push(made.data)

@@ -19,7 +19,7 @@ export interface AgingBucket {
 }
 
 /** Exception aging of a run, in the buckets' display order; null when none are recorded. */
-export type ExceptionAging = (runId: string) => Promise<AgingBucket[] | null>
+export type ExceptionAging = (workspace: string, runId: string) => Promise<AgingBucket[] | null>
 
 export interface RunReport {
   run: RunView
@@ -59,7 +59,7 @@ export async function runReport(deps: ReportDeps, ws: string, id: string, opts: 
   let aging_error: string | null = null
   if (deps.exceptionAging) {
     try {
-      aging = await deps.exceptionAging(id)
+      aging = await deps.exceptionAging(ws, id)
     } catch (err) {
       // an optional section: the report stands without it, and says why
       deps.log.warn({ run_id: id, err }, 'exception aging unavailable for the run report')

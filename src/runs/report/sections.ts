@@ -167,7 +167,7 @@ export function agingSection(report: RunReport): Markup {
   const body = aging_error
     ? html`<p class="empty" data-aging="error">Exception aging could not be read: ${aging_error}</p>`
     : !aging?.length
-      ? html`<p class="empty" data-aging="none">No exceptions recorded for this run.</p>`
+      ? html`<p class="empty" data-aging="none">No open exceptions for this run.</p>`
       : html`<table data-aging="buckets">
           <thead>
             <tr>

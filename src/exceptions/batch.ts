@@ -1,0 +1,299 @@
+// A completed run's exceptions, computed in the run's worker thread from the engine's columns and
+// handed to the service as a batch it can write in a few statements: the new exceptions as
+// PostgreSQL array literals in chunks (one INSERT … SELECT FROM unnest(…) each), the open
+// exceptions of the recipe this run saw still unmatched (their reason refreshed, the run noted),
+// and those it matched cleanly (closed as matched_by_later_run, with the match). Formatting the
+// literals here keeps the service's event loop free of per-record work.
+
+import { comparedColumns, type RunResult } from '../engine/reconcile.js'
+import { matchId, recordKeyReader } from '../engine/explain/evidence.js'
+import type { LookupSet } from '../engine/data/lookup.js'
+import { formatDate, formatDecimal, POW10 } from '../engine/data/values.js'
+import { formatUnits } from '../engine/explain/summary.js'
+import { exactDecimal } from '../language/decimal.js'
+import type { Recipe } from '../recipes/schema.js'
+import { classifySide, differenceScale, present, type Reason, type ValueColumn, valueColumn } from './classify.js'
+
+/** The open exceptions of the run's recipe, by side, as the service read them when the run started. */
+export interface OpenItems {
+  left: { keys: string[]; ids: number[] }
+  right: { keys: string[]; ids: number[] }
+  /** Ambiguous groups (side `both`), by their record_key. */
+  both: { keys: string[]; ids: number[] }
+}
+
+/** What the run's worker is asked to do about exceptions (JobSpec.exceptions). */
+export interface ExceptionJob {
+  open: OpenItems
+  /** Carry the open items into the run (their records read from the runs that stored them). */
+  carry: { left: CarrySource[]; right: CarrySource[] } | null
+  /** EXCEPTION_FEE_SHARE, as exact decimal text. */
+  feeShare: string
+  /** Rows per INSERT statement. */
+  chunkRows: number
+}
+
+/** Open items to carry whose records one earlier run stored (its unmatched file of the side). */
+export interface CarrySource {
+  runDir: string
+  keys: string[]
+  ids: number[]
+}
+
+/** The columns of one INSERT, each a PostgreSQL array literal of `rows` values. */
+export interface CreatedChunk {
+  rows: number
+  side: string
+  record_key: string
+  keys: string
+  match_id: string
+  candidate_key: string
+  amount: string
+  amount_at_risk: string
+  difference: string
+  record_date: string
+  reason: string
+  carry: string
+}
+
+export interface ExceptionBatch {
+  created: CreatedChunk[]
+  /** New exceptions by reason: how many, and their amount at risk (exact). */
+  byReason: Record<string, { count: number; amount_at_risk: string | null }>
+  /** Open exceptions this run saw still unmatched (or still ambiguous). */
+  seen: {
+    ids: number[]
+    reason: string[]
+    candidate_key: (string | null)[]
+    amount_at_risk: (string | null)[]
+    difference: (string | null)[]
+  }
+  /** Open exceptions whose records this run matched cleanly. */
+  closed: { ids: number[]; match_id: string[] }
+  /** Records carried in from earlier runs, per side. */
+  carried: { left: number; right: number }
+  /**
+   * Unmatched records whose key another unmatched record of the side already has: a key names one
+   * open item, so the first record stands for both (counted here, logged by the service).
+   */
+  duplicateKeys: number
+}
+
+/** A PostgreSQL array literal (text form) of text values; NULL where null. */
+export function pgArray(values: readonly (string | null)[]): string {
+  const parts = new Array<string>(values.length)
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]
+    parts[i] = v === null ? 'NULL' : `"${v.replace(/[\\"]/g, '\\$&')}"`
+  }
+  return `{${parts.join(',')}}`
+}
+
+/** The rows of the run's input tables that were carried in, and their exceptions' ids. */
+export interface CarriedRows {
+  left: { from: number; ids: number[] }
+  right: { from: number; ids: number[] }
+}
+
+interface Row {
+  side: 'left' | 'right' | 'both'
+  key: string
+  keys: string | null
+  match: string | null
+  candidate: string | null
+  amount: string | null
+  atRisk: string | null
+  difference: string | null
+  date: string | null
+  reason: Reason
+  carry: boolean
+}
+
+export function exceptionBatch(
+  job: ExceptionJob,
+  recipe: Recipe,
+  result: RunResult,
+  keys: { leftKey: string[]; rightKey: string[] },
+  carried: CarriedRows | null,
+  lookups?: LookupSet,
+): ExceptionBatch {
+  const tables = { l: result.left, r: result.right }
+  const compared = comparedColumns(recipe, tables)
+  const amount = { l: valueColumn(result.left, compared.amount?.l), r: valueColumn(result.right, compared.amount?.r) }
+  const dates = { l: valueColumn(result.left, compared.date?.l), r: valueColumn(result.right, compared.date?.r) }
+  const scale = differenceScale(amount)
+  const feeShare = exactDecimal(job.feeShare)
+  const keyOf = {
+    left: recordKeyReader(result.left, keys.leftKey),
+    right: recordKeyReader(result.right, keys.rightKey),
+  }
+  const open = {
+    left: new Map(job.open.left.keys.map((k, i) => [k, job.open.left.ids[i]])),
+    right: new Map(job.open.right.keys.map((k, i) => [k, job.open.right.ids[i]])),
+    both: new Map(job.open.both.keys.map((k, i) => [k, job.open.both.ids[i]])),
+  }
+  const rows: Row[] = []
+  const taken = { left: new Set<string>(), right: new Set<string>() }
+  let duplicateKeys = 0
+  const seen: ExceptionBatch['seen'] = { ids: [], reason: [], candidate_key: [], amount_at_risk: [], difference: [] }
+  const closed: ExceptionBatch['closed'] = { ids: [], match_id: [] }
+  const text = (units: number, s: number) => (Number.isNaN(units) ? null : formatDecimal(units, s))
+  const dateOf = (c: ValueColumn | undefined, row: number) =>
+    !present(c, row)
+      ? null
+      : formatDate(c!.type === 'timestamp' ? Math.floor(c!.values[row] / 86_400_000) : c!.values[row])
+  /** The open exception a record of this run already has: carried in, or the same key. */
+  const openId = (side: 'left' | 'right', row: number, key: string): number | undefined => {
+    const c = carried?.[side]
+    if (c && row >= c.from) return c.ids[row - c.from]
+    return open[side].get(key)
+  }
+
+  for (const side of ['left', 'right'] as const) {
+    const s = side === 'left' ? 'l' : 'r'
+    const u = side === 'left' ? result.unmatchedLeft : result.unmatchedRight
+    const otherKey = side === 'left' ? keyOf.right : keyOf.left
+    const own = amount[s]
+    const { reason, difference } = classifySide(
+      { recipe, result, amount, lookups, feeShare: feeShare && feeShare.units > 0n ? feeShare : null },
+      side,
+    )
+    for (let k = 0; k < u.rows.length; k++) {
+      const row = u.rows[k]
+      const key = keyOf[side](row)
+      const hasAmount = present(own, row)
+      const units = hasAmount ? own!.values[row] : Number.NaN
+      const d = difference[k]
+      // a difference is what is at stake when there is a counterpart; otherwise the whole record
+      const atRisk =
+        (reason[k] === 'amount_outside_tolerance' || reason[k] === 'fee_variance') && !Number.isNaN(d)
+          ? Math.abs(d)
+          : hasAmount
+            ? Math.abs(units) * POW10[scale - own!.scale]
+            : Number.NaN
+      const candidate = u.candidate[k] >= 0 ? otherKey(u.candidate[k]) : null
+      const id = openId(side, row, key)
+      if (id !== undefined) {
+        seen.ids.push(id)
+        seen.reason.push(reason[k])
+        seen.candidate_key.push(candidate)
+        seen.amount_at_risk.push(text(atRisk, scale))
+        seen.difference.push(text(d, scale))
+        continue
+      }
+      if (taken[side].has(key)) {
+        duplicateKeys++
+        continue
+      }
+      taken[side].add(key)
+      rows.push({
+        side,
+        key,
+        keys: null,
+        match: null,
+        candidate,
+        amount: hasAmount ? formatDecimal(units, own!.scale) : null,
+        atRisk: text(atRisk, scale),
+        difference: text(d, scale),
+        date: dateOf(dates[s], row),
+        reason: reason[k],
+        carry: true,
+      })
+    }
+  }
+
+  const m = result.matches
+  for (let k = 0; k < m.count; k++) {
+    const leftRows = m.leftRows.subarray(m.leftStart[k], m.leftStart[k + 1])
+    const rightRows = m.rightRows.subarray(m.rightStart[k], m.rightStart[k + 1])
+    if (!m.ambiguous[k]) {
+      // a clean match closes the open exceptions of its records
+      for (const [side, list] of [
+        ['left', leftRows],
+        ['right', rightRows],
+      ] as const) {
+        for (const row of list) {
+          const id = openId(side, row, keyOf[side](row))
+          if (id !== undefined) {
+            closed.ids.push(id)
+            closed.match_id.push(matchId(k))
+          }
+        }
+      }
+      continue
+    }
+    const group = { left: Array.from(leftRows, keyOf.left), right: Array.from(rightRows, keyOf.right) }
+    const key = `${group.left.join(',')} ⇄ ${group.right.join(',')}`
+    const sum = (c: ValueColumn | undefined, list: Int32Array) => {
+      let total = 0
+      for (const row of list) {
+        if (!present(c, row)) return Number.NaN
+        total += c!.values[row] * POW10[scale - c!.scale]
+      }
+      return total
+    }
+    // records held together for review: their left side's amount is at stake; the right side
+    // holds alternatives (a tie), not parts, so no difference is taken
+    const l = sum(amount.l, leftRows)
+    const atRisk = text(Math.abs(l), scale)
+    const id = open.both.get(key)
+    if (id !== undefined) {
+      seen.ids.push(id)
+      seen.reason.push('ambiguous')
+      seen.candidate_key.push(null)
+      seen.amount_at_risk.push(atRisk)
+      seen.difference.push(null)
+      continue
+    }
+    rows.push({
+      side: 'both',
+      key,
+      keys: JSON.stringify(group),
+      match: matchId(k),
+      candidate: null,
+      amount: text(l, scale),
+      atRisk,
+      difference: null,
+      date: dateOf(dates.l, leftRows[0]),
+      reason: 'ambiguous',
+      carry: false,
+    })
+  }
+
+  const byReason: ExceptionBatch['byReason'] = {}
+  const sums = new Map<string, bigint>()
+  for (const r of rows) {
+    byReason[r.reason] ??= { count: 0, amount_at_risk: null }
+    byReason[r.reason].count++
+    if (r.atRisk !== null) sums.set(r.reason, (sums.get(r.reason) ?? 0n) + BigInt(r.atRisk.replace('.', '')))
+  }
+  for (const [reason, units] of sums) byReason[reason].amount_at_risk = formatUnits(units, scale)
+
+  const created: CreatedChunk[] = []
+  for (let at = 0; at < rows.length; at += job.chunkRows) {
+    const chunk = rows.slice(at, at + job.chunkRows)
+    const col = (f: (r: Row) => string | null) => pgArray(chunk.map(f))
+    created.push({
+      rows: chunk.length,
+      side: col((r) => r.side),
+      record_key: col((r) => r.key),
+      keys: col((r) => r.keys),
+      match_id: col((r) => r.match),
+      candidate_key: col((r) => r.candidate),
+      amount: col((r) => r.amount),
+      amount_at_risk: col((r) => r.atRisk),
+      difference: col((r) => r.difference),
+      record_date: col((r) => r.date),
+      reason: col((r) => r.reason),
+      carry: col((r) => (r.carry ? 't' : 'f')),
+    })
+  }
+  return {
+    created,
+    byReason,
+    seen,
+    closed,
+    carried: { left: carried?.left.ids.length ?? 0, right: carried?.right.ids.length ?? 0 },
+    duplicateKeys,
+  }
+}

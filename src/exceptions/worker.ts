@@ -1,0 +1,37 @@
+// The run worker's part in exceptions: carry the recipe's open items into the loaded sides before
+// matching, and make the batch of exceptions from the results after (batch.ts).
+
+import { buildLookups } from '../engine/data/lookup.js'
+import type { JobOptions, JobSpec } from '../runs/job.js'
+import { type CarriedRows, type ExceptionBatch, type ExceptionJob, exceptionBatch } from './batch.js'
+import { carryOpenItems } from './carry.js'
+
+export function exceptionsOptions(
+  spec: JobSpec,
+  job: ExceptionJob,
+): { options: JobOptions; batch: () => ExceptionBatch | undefined } {
+  let carried: CarriedRows | null = null
+  let made: ExceptionBatch | undefined
+  const options: JobOptions = {
+    afterMatch: (results, lookups) => {
+      const lookupSet = spec.recipe.lookups ? buildLookups(spec.recipe.lookups, lookups) : undefined
+      made = exceptionBatch(
+        job,
+        spec.recipe,
+        results.result,
+        { leftKey: results.leftKey, rightKey: results.rightKey },
+        carried,
+        lookupSet,
+      )
+    },
+  }
+  if (job.carry) {
+    const carry = job.carry
+    options.prepareTables = async (tables) => {
+      const done = await carryOpenItems(spec.recipe, tables, carry)
+      carried = done.carried
+      return done.tables
+    }
+  }
+  return { options, batch: () => made }
+}
