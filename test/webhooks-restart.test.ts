@@ -3,10 +3,7 @@
 // PostgreSQL database sharing the outbox. The receiver deduplicates by delivery id: it must end up
 // with every event exactly once.
 
-import { type ChildProcess, spawn } from 'node:child_process'
-import { createServer } from 'node:net'
 import type { FastifyInstance } from 'fastify'
-import { join, resolve } from 'node:path'
 import t, { type Test } from 'tap'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
@@ -14,56 +11,18 @@ import { verifyDelivery } from '../src/webhooks/signature.js'
 import { testEnv } from './helpers/app.js'
 import { testDatabase } from './helpers/pg.js'
 import { receiver } from './helpers/receiver.js'
+import { call as callJson, type Serve, serve } from './helpers/serve.js'
 import { tinyFiles as files, tinyRecipe as recipe } from './helpers/tiny.js'
 
-const root = resolve(import.meta.dirname, '..')
-
-async function freePort(): Promise<number> {
-  return new Promise((ok) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => ok(port))
-    })
-  })
-}
-
-interface Serve {
-  base: string
-  child: ChildProcess
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-}
-
 /** `concord serve` on the data folder's embedded database, ready. */
-async function serve(t: Test, dataDir: string): Promise<Serve> {
-  const port = await freePort()
-  const child = spawn(process.execPath, [join(root, 'bin/concord.js'), 'serve'], {
-    env: {
-      ...process.env,
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
-      MAX_EVENT_LOOP_DELAY_MS: '0',
-      WEBHOOK_ALLOW_PRIVATE: 'true',
-      WEBHOOK_POLL_MS: '50',
-      // an attempt may wait a minute for an answer: the held ones are pending when the process stops
-      WEBHOOK_TIMEOUT_MS: '60000',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
+function serveOn(t: Test, dataDir: string): Promise<Serve> {
+  return serve(t, {
+    DATA_DIR: dataDir,
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    WEBHOOK_POLL_MS: '50',
+    // an attempt may wait a minute for an answer: the held ones are pending when the process stops
+    WEBHOOK_TIMEOUT_MS: '60000',
   })
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
-    child.on('exit', (code, signal) => done({ code, signal })),
-  )
-  t.teardown(() => {
-    child.kill('SIGKILL')
-  })
-  const base = `http://127.0.0.1:${port}`
-  const until = Date.now() + 120_000
-  while (!(await fetch(`${base}/ready`).catch(() => null))?.ok) {
-    if (child.exitCode !== null) throw new Error('concord serve exited')
-    if (Date.now() > until) throw new Error('concord serve not ready')
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  return { base, child, exited }
 }
 
 /** A reply's JSON: the fields these tests read. */
@@ -74,18 +33,8 @@ type Reply = {
   entries: { action: string }[]
 }
 
-async function call(
-  base: string,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; body: Reply }> {
-  const res = await fetch(base + path, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  return { status: res.status, body: (res.status === 204 ? null : await res.json()) as Reply }
+function call(base: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Reply }> {
+  return callJson<Reply>(base, method, path, body)
 }
 
 t.test(
@@ -95,7 +44,7 @@ t.test(
     let answering = false
     const hooks = await receiver(t, () => (answering ? 200 : 'hold'))
 
-    const a = await serve(t, dataDir)
+    const a = await serveOn(t, dataDir)
     for (const [alias, path] of [
       ['bank', 'bank.csv'],
       ['inv', 'inv.csv'],
@@ -115,14 +64,14 @@ t.test(
     t.ok(Date.now() - stopping < 8000, `stopped in ${Date.now() - stopping} ms, not after the receiver's timeout`)
 
     // 2. the next process takes the delivery up at once, and is killed while the receiver holds it
-    const b = await serve(t, dataDir)
+    const b = await serveOn(t, dataDir)
     await hooks.waitFor(2)
     b.child.kill('SIGKILL')
     t.match(await b.exited, { signal: 'SIGKILL' })
 
     // 3. the receiver answers now: the third process delivers, with the same id, body and a valid signature
     answering = true
-    const c = await serve(t, dataDir)
+    const c = await serveOn(t, dataDir)
     await hooks.waitFor(3)
     const log = async () => (await call(c.base, 'GET', `/api/webhooks/${sub.id}/deliveries`)).body.deliveries
     const deadline = Date.now() + 30_000
