@@ -159,12 +159,19 @@ t.test('a 1M-match run report is computed off the event loop: GET /health answer
 
   // what the service's thread itself spends on a report (another `top`: the figures are read
   // again), against the figures' own time on their thread: robust to a busy machine, where the
-  // probes' latencies also measure the neighbours
-  const cpu0 = threadCpu()
-  const other = await (await fetch(`${base}/api/runs/${run.id}/report?top=5`)).text()
-  const cpu = threadCpu(cpu0)
-  const mainMs = (cpu.user + cpu.system) / 1000
-  const otherFiguresMs = figuresMsOf(other)
+  // probes' latencies also measure the neighbours. Three reports, the least share kept: a
+  // collection of garbage left by the earlier work can land in any one of them (108 ms of 390 once
+  // on CI), but figures read on this thread would cost every one of them
+  let mainMs = Infinity
+  let otherFiguresMs = 0
+  for (const top of [5, 6, 7]) {
+    const cpu0 = threadCpu()
+    const other = await (await fetch(`${base}/api/runs/${run.id}/report?top=${top}`)).text()
+    const cpu = threadCpu(cpu0)
+    const spent = (cpu.user + cpu.system) / 1000
+    const figures = figuresMsOf(other)
+    if (spent / figures < mainMs / (otherFiguresMs || 1)) [mainMs, otherFiguresMs] = [spent, figures]
+  }
 
   const p99 = percentile(probes, 0.99)
   const idleP99 = percentile(idle, 0.99)
