@@ -204,6 +204,7 @@ t.test('every change reaches the seam once, in the run transaction; a failing se
   // seam's row outlive the transaction
   failOn = 'exceptions.create_for_run'
   await app.db.deleteFrom('exceptions').execute()
+  await app.db.deleteFrom('exception_sets').execute()
   await sql`delete from seam_log`.execute(app.db)
   const failed = await completedRun(app, { recipe_id: recipeId })
   t.equal(failed.status, 'failed')

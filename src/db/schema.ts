@@ -230,7 +230,8 @@ export type ExceptionStatus = 'open' | 'resolved'
 
 /** What a completed run left unmatched or ambiguous, worked until resolved (src/exceptions/). */
 export interface ExceptionsTable {
-  id: Generated<number>
+  /** From exception_ids: a run's set reserves a block, a materialized row keeps its set's id. */
+  id: number
   workspace_id: string
   /** The run that created it (its unmatched file holds the record's columns). */
   run_id: string
@@ -262,8 +263,31 @@ export interface ExceptionsTable {
   resolved_at: Date | null
   assignee: string | null
   version: ColumnType<number, number | undefined, number>
+  /** A materialized exception keeps the time its run created it. */
+  created_at: ColumnType<Date, Date | undefined, never>
+  updated_at: ColumnType<Date, Date | undefined, unknown>
+}
+
+/** A run's exceptions as a file beside its results (src/exceptions/sidecar.ts): ids first_id … first_id + count - 1. */
+export interface ExceptionSetsTable {
+  run_id: string
+  workspace_id: string
+  recipe_id: string | null
+  recipe_version: number | null
+  first_id: number
+  count: number
+  by_reason: JSONColumnType<Record<string, { count: number; amount_at_risk: string | null }>, string, never>
+  /** Bumped each time some of its exceptions become rows (sets.ts reloads which). */
+  touched: ColumnType<number, number | undefined, number>
+  /** The day the run recorded them (an exception without a record date ages from it). */
+  created_on: ColumnType<string, string | undefined, never>
   created_at: ColumnType<Date, never, never>
-  updated_at: ColumnType<Date, never, unknown>
+}
+
+/** The next exception id (one row). */
+export interface ExceptionIdsTable {
+  one: ColumnType<boolean, boolean | undefined, never>
+  next: number
 }
 
 export interface ExceptionHistoryTable {
@@ -324,6 +348,8 @@ export interface Database {
   webhook_outbox: WebhookOutboxTable
   webhook_attempts: WebhookAttemptsTable
   exceptions: ExceptionsTable
+  exception_sets: ExceptionSetsTable
+  exception_ids: ExceptionIdsTable
   exception_history: ExceptionHistoryTable
   unmatched_matches: UnmatchedMatchesTable
   schedules: SchedulesTable

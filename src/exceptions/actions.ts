@@ -14,6 +14,8 @@ import { matchesPage, storedSchemas } from '../runs/pages.js'
 import type { RunsService } from '../runs/service.js'
 import type { Actor, ExceptionChange, OnChange } from './changes.js'
 import { exceptionRow, type ExceptionRowWithAge, exceptionView, type ExceptionView } from './queries.js'
+import { materialize, reserveIds } from './materialize.js'
+import type { ExceptionSets } from './sets.js'
 import { type Agreement, amountAgreement } from './tolerance.js'
 
 export type Resolution = 'accepted' | 'written_off'
@@ -21,6 +23,7 @@ export type Resolution = 'accepted' | 'written_off'
 interface Deps {
   db: Kysely<Database>
   runs: RunsService
+  sets: ExceptionSets
   onChange: OnChange
 }
 
@@ -77,6 +80,7 @@ export async function assign(
   actor: Actor,
 ): Promise<ExceptionView> {
   return deps.db.transaction().execute(async (trx) => {
+    await materialize(trx, deps.sets, ws, [id])
     const before = await trx
       .selectFrom('exceptions')
       .select('assignee')
@@ -112,7 +116,8 @@ export async function assign(
 
 export async function comment(deps: Deps, ws: string, id: number, text: string, actor: Actor) {
   return deps.db.transaction().execute(async (trx) => {
-    await exceptionRow(trx, ws, id)
+    await materialize(trx, deps.sets, ws, [id])
+    await exceptionRow(trx, null, ws, id)
     const entry = await trx
       .insertInto('exception_history')
       .values({ exception_id: id, actor: actor.actor, action: 'comment', detail: JSON.stringify({ text }) })
@@ -145,6 +150,7 @@ export async function resolve(
   actor: Actor,
 ): Promise<ExceptionView> {
   return deps.db.transaction().execute(async (trx) => {
+    await materialize(trx, deps.sets, ws, [id])
     let q = trx
       .updateTable('exceptions')
       .set((eb) => ({
@@ -200,11 +206,13 @@ export interface ManualMatchResult {
  */
 async function lockOpen(
   trx: Transaction<Database>,
+  sets: ExceptionSets,
   ws: string,
   ids: number[],
   versions: Record<string, number> = {},
 ): Promise<ExceptionRowWithAge[]> {
   const unique = [...new Set(ids)].sort((a, b) => a - b)
+  await materialize(trx, sets, ws, unique)
   const rows = (await trx
     .selectFrom('exceptions')
     .selectAll()
@@ -253,7 +261,7 @@ function sum(rows: ExceptionRowWithAge[]): ExactDecimal | null {
 
 export async function manualMatch(deps: Deps, ws: string, body: ManualMatch, actor: Actor): Promise<ManualMatchResult> {
   return deps.db.transaction().execute(async (trx) => {
-    const rows = await lockOpen(trx, ws, body.exception_ids, body.versions)
+    const rows = await lockOpen(trx, deps.sets, ws, body.exception_ids, body.versions)
     const left = rows.filter((r) => r.side === 'left')
     const right = rows.filter((r) => r.side === 'right')
     if (rows.some((r) => r.side === 'both'))
@@ -409,6 +417,9 @@ export async function unmatch(
         409,
       )
     const detail = { run_id: body.run_id, match_id: body.match_id, reason: body.reason, pass: match.pass }
+    // what the match closed or held for review that is still in set files becomes rows first
+    const file = await deps.sets.of(ws, trx)
+    await materialize(trx, deps.sets, ws, file.touchedByMatch(body.run_id, body.match_id))
     const reopened = (await trx
       .updateTable('exceptions')
       .set((eb) => ({
@@ -434,11 +445,13 @@ export async function unmatch(
       ...match.left_keys.map((key) => ({ side: 'left' as const, key })),
       ...match.right_keys.map((key) => ({ side: 'right' as const, key })),
     ].filter((k) => !reopened.some((r) => r.side === k.side && r.record_key === k.key))
+    const firstId = fresh.length ? await reserveIds(trx, fresh.length) : 0
     const created = fresh.length
       ? ((await trx
           .insertInto('exceptions')
           .values(
-            fresh.map((k) => ({
+            fresh.map((k, i) => ({
+              id: firstId + i,
               workspace_id: ws,
               run_id: body.run_id,
               recipe_id: run.recipe_id,
@@ -550,6 +563,7 @@ export async function bulk(
     const ids = [...new Set(body.ids)].sort((a, b) => a - b)
     let rows: ExceptionRowWithAge[]
     if (body.action === 'comment') {
+      await materialize(trx, deps.sets, ws, ids)
       rows = (await trx
         .selectFrom('exceptions')
         .selectAll()
@@ -560,7 +574,7 @@ export async function bulk(
         .execute()) as ExceptionRowWithAge[]
       const missing = ids.filter((id) => !rows.some((r) => Number(r.id) === id))
       if (missing.length) throw new ConcordError('exception_not_found', `no exception ${missing.join(', ')}`, 404)
-    } else rows = await lockOpen(trx, ws, ids)
+    } else rows = await lockOpen(trx, deps.sets, ws, ids)
     const resolution = body.action === 'accept' ? 'accepted' : body.action === 'write_off' ? 'written_off' : null
     if (body.action === 'assign')
       await trx

@@ -1,18 +1,18 @@
-// A completed run's exceptions, computed in the run's worker thread from the engine's columns and
-// handed to the service as a batch it can write in a few statements: the new exceptions as
-// PostgreSQL array literals in chunks (one INSERT … SELECT FROM unnest(…) each), the open
+// A completed run's exceptions, computed in the run's worker thread from the engine's columns: the
+// new exceptions (written by the worker as a set file beside the results, sidecar.ts), the open
 // exceptions of the recipe this run saw still unmatched (their reason refreshed, the run noted),
-// and those it matched cleanly (closed as matched_by_later_run, with the match). Formatting the
-// literals here keeps the service's event loop free of per-record work.
+// and those it matched cleanly (closed as matched_by_later_run, with the match). The service gets
+// the counts and the seen/closed ids; no per-record work reaches its event loop.
 
 import { comparedColumns, type RunResult } from '../engine/reconcile.js'
 import { matchId, recordKeyReader } from '../engine/explain/evidence.js'
 import type { LookupSet } from '../engine/data/lookup.js'
-import { formatDate, formatDecimal, POW10 } from '../engine/data/values.js'
+import { formatDecimal, POW10 } from '../engine/data/values.js'
 import { formatUnits } from '../engine/explain/summary.js'
 import { exactDecimal } from '../language/decimal.js'
 import type { Recipe } from '../recipes/schema.js'
-import { classifySide, differenceScale, present, type Reason, type ValueColumn, valueColumn } from './classify.js'
+import type { CreatedRow, Overlay } from './sidecar.js'
+import { classifySide, differenceScale, present, type ValueColumn, valueColumn } from './classify.js'
 
 /** The open exceptions of the run's recipe, by side, as the service read them when the run started. */
 export interface OpenItems {
@@ -29,8 +29,6 @@ export interface ExceptionJob {
   carry: { left: CarrySource[]; right: CarrySource[] } | null
   /** EXCEPTION_FEE_SHARE, as exact decimal text. */
   feeShare: string
-  /** Rows per INSERT statement. */
-  chunkRows: number
 }
 
 /** Open items to carry whose records one earlier run stored (its unmatched file of the side). */
@@ -40,36 +38,15 @@ export interface CarrySource {
   ids: number[]
 }
 
-/** The columns of one INSERT, each a PostgreSQL array literal of `rows` values. */
-export interface CreatedChunk {
-  rows: number
-  side: string
-  record_key: string
-  keys: string
-  match_id: string
-  candidate_key: string
-  amount: string
-  amount_at_risk: string
-  difference: string
-  record_date: string
-  reason: string
-  carry: string
-}
-
 export interface ExceptionBatch {
-  created: CreatedChunk[]
+  /** How many exceptions the run created (the rows of its set file, in id order). */
+  count: number
   /** New exceptions by reason: how many, and their amount at risk (exact). */
   byReason: Record<string, { count: number; amount_at_risk: string | null }>
   /** Open exceptions this run saw still unmatched (or still ambiguous). */
-  seen: {
-    ids: number[]
-    reason: string[]
-    candidate_key: (string | null)[]
-    amount_at_risk: (string | null)[]
-    difference: (string | null)[]
-  }
+  seen: Overlay['seen']
   /** Open exceptions whose records this run matched cleanly. */
-  closed: { ids: number[]; match_id: string[] }
+  closed: Overlay['closed']
   /** Records carried in from earlier runs, per side. */
   carried: { left: number; right: number }
   /**
@@ -77,36 +54,14 @@ export interface ExceptionBatch {
    * open item, so the first record stands for both (counted here, logged by the service).
    */
   duplicateKeys: number
-}
-
-/** A PostgreSQL array literal (text form) of text values; NULL where null. */
-export function pgArray(values: readonly (string | null)[]): string {
-  const parts = new Array<string>(values.length)
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i]
-    parts[i] = v === null ? 'NULL' : `"${v.replace(/[\\"]/g, '\\$&')}"`
-  }
-  return `{${parts.join(',')}}`
+  /** What classifying them and writing the set file took the run's worker. */
+  workerMs?: number
 }
 
 /** The rows of the run's input tables that were carried in, and their exceptions' ids. */
 export interface CarriedRows {
   left: { from: number; ids: number[] }
   right: { from: number; ids: number[] }
-}
-
-interface Row {
-  side: 'left' | 'right' | 'both'
-  key: string
-  keys: string | null
-  match: string | null
-  candidate: string | null
-  amount: string | null
-  atRisk: string | null
-  difference: string | null
-  date: string | null
-  reason: Reason
-  carry: boolean
 }
 
 export function exceptionBatch(
@@ -116,7 +71,7 @@ export function exceptionBatch(
   keys: { leftKey: string[]; rightKey: string[] },
   carried: CarriedRows | null,
   lookups?: LookupSet,
-): ExceptionBatch {
+): ExceptionBatch & { rows: CreatedRow[] } {
   const tables = { l: result.left, r: result.right }
   const compared = comparedColumns(recipe, tables)
   const amount = { l: valueColumn(result.left, compared.amount?.l), r: valueColumn(result.right, compared.amount?.r) }
@@ -132,16 +87,14 @@ export function exceptionBatch(
     right: new Map(job.open.right.keys.map((k, i) => [k, job.open.right.ids[i]])),
     both: new Map(job.open.both.keys.map((k, i) => [k, job.open.both.ids[i]])),
   }
-  const rows: Row[] = []
+  const rows: CreatedRow[] = []
   const taken = { left: new Set<string>(), right: new Set<string>() }
   let duplicateKeys = 0
   const seen: ExceptionBatch['seen'] = { ids: [], reason: [], candidate_key: [], amount_at_risk: [], difference: [] }
   const closed: ExceptionBatch['closed'] = { ids: [], match_id: [] }
   const text = (units: number, s: number) => (Number.isNaN(units) ? null : formatDecimal(units, s))
   const dateOf = (c: ValueColumn | undefined, row: number) =>
-    !present(c, row)
-      ? null
-      : formatDate(c!.type === 'timestamp' ? Math.floor(c!.values[row] / 86_400_000) : c!.values[row])
+    !present(c, row) ? null : c!.type === 'timestamp' ? Math.floor(c!.values[row] / 86_400_000) : c!.values[row]
   /** The open exception a record of this run already has: carried in, or the same key. */
   const openId = (side: 'left' | 'right', row: number, key: string): number | undefined => {
     const c = carried?.[side]
@@ -269,27 +222,9 @@ export function exceptionBatch(
   }
   for (const [reason, units] of sums) byReason[reason].amount_at_risk = formatUnits(units, scale)
 
-  const created: CreatedChunk[] = []
-  for (let at = 0; at < rows.length; at += job.chunkRows) {
-    const chunk = rows.slice(at, at + job.chunkRows)
-    const col = (f: (r: Row) => string | null) => pgArray(chunk.map(f))
-    created.push({
-      rows: chunk.length,
-      side: col((r) => r.side),
-      record_key: col((r) => r.key),
-      keys: col((r) => r.keys),
-      match_id: col((r) => r.match),
-      candidate_key: col((r) => r.candidate),
-      amount: col((r) => r.amount),
-      amount_at_risk: col((r) => r.atRisk),
-      difference: col((r) => r.difference),
-      record_date: col((r) => r.date),
-      reason: col((r) => r.reason),
-      carry: col((r) => (r.carry ? 't' : 'f')),
-    })
-  }
   return {
-    created,
+    count: rows.length,
+    rows,
     byReason,
     seen,
     closed,

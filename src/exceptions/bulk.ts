@@ -1,24 +1,47 @@
-// Writing a run's exceptions (batch.ts) in the transaction that records the run as completed: the
-// new ones in chunks of INSERT … SELECT FROM unnest(array literals) (one statement per chunk, no
-// per-row round trip: COPY is no faster on PGlite, and Kysely's transaction offers no raw COPY
-// stream), the seen ones and the closed ones as UPDATE … FROM unnest(…). A key another run of the
-// recipe opened meanwhile is skipped (ON CONFLICT on the open-item index), and what was inserted
-// is counted by the statement itself, so the event's counts are what the table holds. Between
-// chunks the event loop gets a turn: PGlite runs each statement on this thread.
+// Recording a run's exceptions in the transaction that records the run as completed: its set
+// (the file its worker wrote beside the results, sidecar.ts) gets a block of ids and one row, so
+// creating 250,000 exceptions is two statements. What the run did to earlier open items is in the
+// set's overlay for those still in files; those already rows (materialized by an operator) are
+// updated here, in chunks of UPDATE … FROM unnest(…), the event loop given a turn between chunks
+// (PGlite runs each statement on this thread).
 
 import { sql, type Transaction } from 'kysely'
 import type { Database, RunRow } from '../db/schema.js'
-import { addDecimal, decimalText, exactDecimal } from '../language/decimal.js'
-import { type ExceptionBatch, pgArray } from './batch.js'
+import type { ExceptionBatch } from './batch.js'
 import { type ExceptionChange, RESOLVED_IDS_IN_EVENT } from './changes.js'
+import { reserveIds } from './materialize.js'
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 export interface WrittenBatch {
   created: number
+  firstId: number
   byReason: Record<string, { count: number; amount_at_risk: string }>
   seen: number
   closed: number[]
+}
+
+/** A PostgreSQL array literal (text form) of text values; NULL where null. */
+export function pgArray(values: readonly (string | null)[]): string {
+  const parts = new Array<string>(values.length)
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]
+    parts[i] = v === null ? 'NULL' : `"${v.replace(/[\\"]/g, '\\$&')}"`
+  }
+  return `{${parts.join(',')}}`
+}
+
+/** Which of the ids are database rows (materialized), asked in chunks. */
+async function rowsAmong(trx: Transaction<Database>, ids: number[], chunkRows: number): Promise<Set<number>> {
+  const found = new Set<number>()
+  for (let at = 0; at < ids.length; at += chunkRows) {
+    const { rows } = await sql<{ id: number }>`
+      select id from exceptions where id = any(${pgArray(ids.slice(at, at + chunkRows).map(String))}::bigint[])
+    `.execute(trx)
+    for (const r of rows) found.add(Number(r.id))
+    await turn()
+  }
+  return found
 }
 
 export async function writeBatch(
@@ -27,72 +50,65 @@ export async function writeBatch(
   batch: ExceptionBatch,
   chunkRows: number,
 ): Promise<WrittenBatch> {
-  const byReason: WrittenBatch['byReason'] = {}
-  let created = 0
-  for (const c of batch.created) {
-    const { rows } = await sql<{ reason: string; count: number; amount: string }>`
-      with inserted as (
-        insert into exceptions (workspace_id, run_id, recipe_id, recipe_version, side, record_key, keys,
-          match_id, candidate_key, amount, amount_at_risk, difference, record_date, age_from, reason, carry)
-        select ${run.workspace_id}::text, ${run.id}::text, ${run.recipe_id}::text, ${run.recipe_version}::integer, t.side, t.record_key,
-          t.keys, t.match_id, t.candidate_key, t.amount, coalesce(t.amount_at_risk, 0), t.difference, t.record_date,
-          coalesce(t.record_date, current_date), t.reason, t.carry
-        from unnest(${c.side}::text[], ${c.record_key}::text[], ${c.keys}::jsonb[], ${c.match_id}::text[],
-          ${c.candidate_key}::text[], ${c.amount}::numeric[], ${c.amount_at_risk}::numeric[],
-          ${c.difference}::numeric[], ${c.record_date}::date[], ${c.reason}::text[], ${c.carry}::boolean[])
-          as t(side, record_key, keys, match_id, candidate_key, amount, amount_at_risk, difference, record_date,
-            reason, carry)
-        on conflict (recipe_id, side, record_key) where status = 'open' and recipe_id is not null do nothing
-        returning reason, amount_at_risk
-      )
-      select reason, count(*)::integer as count, sum(amount_at_risk)::text as amount from inserted group by reason
-    `.execute(trx)
-    for (const r of rows) {
-      const into = (byReason[r.reason] ??= { count: 0, amount_at_risk: '0' })
-      into.count += Number(r.count)
-      into.amount_at_risk = decimalText(addDecimal(exactDecimal(into.amount_at_risk)!, exactDecimal(r.amount)!, 1n))
-      created += Number(r.count)
-    }
-    await turn()
-  }
-  let seen = 0
+  // the counter row stays locked until this transaction commits: blocks never interleave
+  const firstId = await reserveIds(trx, batch.count)
+  await trx
+    .insertInto('exception_sets')
+    .values({
+      run_id: run.id,
+      workspace_id: run.workspace_id,
+      recipe_id: run.recipe_id,
+      recipe_version: run.recipe_version,
+      first_id: firstId,
+      count: batch.count,
+      by_reason: JSON.stringify(batch.byReason),
+    })
+    .execute()
+
   const s = batch.seen
-  for (let at = 0; at < s.ids.length; at += chunkRows) {
-    const slice = <T>(a: T[]) => a.slice(at, at + chunkRows)
+  const seenRows = await rowsAmong(trx, s.ids, chunkRows)
+  let seen = s.ids.length - seenRows.size
+  const at = s.ids.flatMap((id, i) => (seenRows.has(id) ? [i] : []))
+  for (let from = 0; from < at.length; from += chunkRows) {
+    const pick = <T>(a: T[]) => at.slice(from, from + chunkRows).map((i) => a[i])
     const result = await sql`
       update exceptions e set last_run_id = ${run.id}, reason = v.reason, candidate_key = v.candidate_key,
         amount_at_risk = coalesce(v.amount_at_risk, e.amount_at_risk), difference = v.difference, updated_at = now()
-      from unnest(${pgArray(slice(s.ids).map(String))}::bigint[], ${pgArray(slice(s.reason))}::text[],
-        ${pgArray(slice(s.candidate_key))}::text[], ${pgArray(slice(s.amount_at_risk))}::numeric[],
-        ${pgArray(slice(s.difference))}::numeric[]) as v(id, reason, candidate_key, amount_at_risk, difference)
+      from unnest(${pgArray(pick(s.ids).map(String))}::bigint[], ${pgArray(pick(s.reason))}::text[],
+        ${pgArray(pick(s.candidate_key))}::text[], ${pgArray(pick(s.amount_at_risk))}::numeric[],
+        ${pgArray(pick(s.difference))}::numeric[]) as v(id, reason, candidate_key, amount_at_risk, difference)
       where e.id = v.id and e.status = 'open'
     `.execute(trx)
     seen += Number(result.numAffectedRows ?? 0)
     await turn()
   }
-  const closed: number[] = []
+
   const c = batch.closed
-  for (let at = 0; at < c.ids.length; at += chunkRows) {
+  const closedRows = await rowsAmong(trx, c.ids, chunkRows)
+  const closed = c.ids.filter((id) => !closedRows.has(id))
+  const rowAt = c.ids.flatMap((id, i) => (closedRows.has(id) ? [i] : []))
+  for (let from = 0; from < rowAt.length; from += chunkRows) {
+    const pick = <T>(a: T[]) => rowAt.slice(from, from + chunkRows).map((i) => a[i])
     const { rows } = await sql<{ id: number }>`
       update exceptions e set status = 'resolved', resolution = 'matched_by_later_run',
         resolution_detail = jsonb_build_object('run_id', ${run.id}::text, 'match_id', v.match_id),
         resolved_by = ${`system:run:${run.id}`}, resolved_at = now(), version = e.version + 1, updated_at = now()
-      from unnest(${pgArray(c.ids.slice(at, at + chunkRows).map(String))}::bigint[],
-        ${pgArray(c.match_id.slice(at, at + chunkRows))}::text[]) as v(id, match_id)
+      from unnest(${pgArray(pick(c.ids).map(String))}::bigint[], ${pgArray(pick(c.match_id))}::text[]) as v(id, match_id)
       where e.id = v.id and e.status = 'open'
       returning e.id
     `.execute(trx)
     for (const r of rows) closed.push(Number(r.id))
     await turn()
   }
-  // a bulk load leaves the planner's statistics behind: without them the open queue's pages were
-  // planned as full sorts (seconds each on PGlite, which runs no autovacuum)
-  if (created + seen + closed.length >= ANALYZE_AFTER) await sql`analyze exceptions`.execute(trx)
-  return { created, byReason, seen, closed }
+  closed.sort((a, b) => a - b)
+  const byReason = Object.fromEntries(
+    Object.entries(batch.byReason).map(([reason, v]) => [
+      reason,
+      { count: v.count, amount_at_risk: v.amount_at_risk ?? '0' },
+    ]),
+  )
+  return { created: batch.count, firstId, byReason, seen, closed }
 }
-
-/** Rows a run must write before it refreshes the table's statistics. */
-const ANALYZE_AFTER = 10_000
 
 /** The changes a run's batch made, for the audit/webhook seam: one per kind, never one per record. */
 export function runChanges(run: RunRow, written: WrittenBatch, carried: ExceptionBatch['carried']): ExceptionChange[] {

@@ -5,7 +5,10 @@
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely'
 import type { Database, ExceptionRow } from '../db/schema.js'
 import { ConcordError } from '../errors.js'
+import { parseDate } from '../engine/data/values.js'
+import { addDecimal, decimalText, exactDecimal, ZERO } from '../language/decimal.js'
 import { REASONS } from './classify.js'
+import type { ExceptionSets, FileFilter, SortKey, WorkspaceSets } from './sets.js'
 
 export interface ExceptionView {
   id: number
@@ -129,34 +132,85 @@ function badCursor(): ConcordError {
   return new ConcordError('invalid_cursor', 'the cursor is not one this list gave', 400, 'start again without cursor')
 }
 
+/** The list's filters as set files' rows are read (sets.ts). */
+function fileFilter(q: ExceptionQuery): FileFilter {
+  const day = Math.floor(Date.now() / 86_400_000)
+  return {
+    status: q.status ?? 'open',
+    run_id: q.run_id,
+    recipe_id: q.recipe_id,
+    side: q.side,
+    reasons: q.reason?.split(',').map((r) => r.trim()),
+    assigned: q.assignee !== undefined && q.assignee !== '-',
+    ageFromMax: q.age_min === undefined ? undefined : day - q.age_min,
+    ageFromMin: q.age_max === undefined ? undefined : day - q.age_max,
+    amountMin: q.amount_min === undefined ? undefined : Number(q.amount_min),
+    amountMax: q.amount_max === undefined ? undefined : Number(q.amount_max),
+  }
+}
+
+/** Up to `want` rows of set files in the list's order after the cursor (those that are not database rows). */
+function filePage(
+  file: WorkspaceSets,
+  q: ExceptionQuery,
+  sort: SortKey,
+  desc: boolean,
+  after: { value: string; id: number } | null,
+  want: number,
+): ExceptionRowWithAge[] {
+  const out: ExceptionRowWithAge[] = []
+  if (file.length === 0) return out
+  for (const g of file.walk(fileFilter(q), sort, desc, after)) {
+    out.push(file.view(g))
+    if (out.length >= want) break
+  }
+  return out
+}
+
 export async function listExceptions(
   db: Kysely<Database>,
+  sets: ExceptionSets,
   ws: string,
   q: ExceptionQuery,
 ): Promise<{ items: ExceptionView[]; next_cursor: string | null; total?: number }> {
-  const sort = SORTS[q.sort ?? 'created']
+  const sortKey = q.sort ?? 'created'
+  const sort = SORTS[sortKey]
   const desc = ((q.order ?? 'desc') === 'desc') !== sort.flip
   const limit = q.limit ?? 50
   let query = filtered(db, ws, q)
+  let after: { value: string; id: number } | null = null
   if (q.cursor !== undefined) {
-    let after: unknown[]
+    let parsed: unknown[]
     try {
-      after = JSON.parse(Buffer.from(q.cursor, 'base64url').toString()) as unknown[]
+      parsed = JSON.parse(Buffer.from(q.cursor, 'base64url').toString()) as unknown[]
     } catch {
       throw badCursor()
     }
-    if (!Array.isArray(after) || after.length !== 2 || typeof after[1] !== 'number') throw badCursor()
-    const value = sql`${String(after[0])}::${sql.raw(sort.cast)}`
+    if (!Array.isArray(parsed) || parsed.length !== 2 || typeof parsed[1] !== 'number') throw badCursor()
+    after = { value: String(parsed[0]), id: parsed[1] }
+    if (sortKey === 'age' && parseDate(after.value) === null) throw badCursor()
+    if (sortKey === 'amount' && !Number.isFinite(Number(after.value))) throw badCursor()
+    const value = sql`${after.value}::${sql.raw(sort.cast)}`
     const cmp = sql.raw(desc ? '<' : '>')
-    query = query.where(sql<boolean>`(${sql.ref(sort.column)}, id) ${cmp} (${value}, ${after[1]}::bigint)`)
+    query = query.where(sql<boolean>`(${sql.ref(sort.column)}, id) ${cmp} (${value}, ${after.id}::bigint)`)
   }
-  const rows = (await query
+  const fromRows = (await query
     .selectAll()
     .select(sql<number>`current_date - age_from`.as('age_days'))
     .orderBy(sql.ref(sort.column), desc ? 'desc' : 'asc')
     .orderBy('id', desc ? 'desc' : 'asc')
     .limit(limit + 1)
     .execute()) as ExceptionRowWithAge[]
+  // the same order over both: the sort's value, then the id
+  const file = await sets.of(ws)
+  // an exception that became a row a moment ago may still be in this copy's files: the row wins
+  const asRows = new Set(fromRows.map((r) => Number(r.id)))
+  const fromFiles = filePage(file, q, sortKey, desc, after, limit + 1).filter((r) => !asRows.has(r.id))
+  const key = (r: ExceptionRowWithAge) =>
+    sortKey === 'amount' ? Number(r.amount_at_risk) : sortKey === 'age' ? parseDate(String(r.age_from))! : Number(r.id)
+  const rows = [...fromRows, ...fromFiles]
+    .sort((a, b) => (key(a) - key(b) || Number(a.id) - Number(b.id)) * (desc ? -1 : 1))
+    .slice(0, limit + 1)
   const more = rows.length > limit
   const items = rows.slice(0, limit).map(exceptionView)
   const last = rows[limit - 1]
@@ -170,12 +224,17 @@ export async function listExceptions(
     const { n } = await filtered(db, ws, q)
       .select((eb) => eb.fn.countAll<number>().as('n'))
       .executeTakeFirstOrThrow()
-    out.total = Number(n)
+    out.total = Number(n) + file.count(fileFilter(q))
   }
   return out
 }
 
-export async function exceptionRow(db: Kysely<Database>, ws: string, id: number): Promise<ExceptionRowWithAge> {
+export async function exceptionRow(
+  db: Kysely<Database>,
+  sets: ExceptionSets | null,
+  ws: string,
+  id: number,
+): Promise<ExceptionRowWithAge> {
   const row = await db
     .selectFrom('exceptions')
     .selectAll()
@@ -183,8 +242,12 @@ export async function exceptionRow(db: Kysely<Database>, ws: string, id: number)
     .where('workspace_id', '=', ws)
     .where('id', '=', id)
     .executeTakeFirst()
-  if (!row) throw new ConcordError('exception_not_found', `no exception ${id}`, 404, 'GET /api/exceptions lists them')
-  return row as ExceptionRowWithAge
+  if (row) return row as ExceptionRowWithAge
+  // not a row: still in its run's set file (an id in no set of the workspace is no exception)
+  const file = sets ? await sets.of(ws, db) : null
+  const g = file?.locate(id) ?? -1
+  if (g < 0) throw new ConcordError('exception_not_found', `no exception ${id}`, 404, 'GET /api/exceptions lists them')
+  return file!.view(g)
 }
 
 export const AGE_BUCKETS = [
@@ -200,9 +263,12 @@ export const AGE_BUCKETS = [
  */
 export async function agingForRun(
   db: Kysely<Database>,
+  sets: ExceptionSets,
   ws: string,
   runId: string,
 ): Promise<{ bucket: string; count: number; amount: string }[]> {
+  const bucketOf = (age: number) => (age <= 1 ? 0 : age <= 7 ? 1 : age <= 30 ? 2 : 3)
+  const totals = AGE_BUCKETS.map(() => ({ count: 0, amount: ZERO }))
   const { rows } = await sql<{ bucket: number; count: number; amount: string }>`
     select case when age <= 1 then 0 when age <= 7 then 1 when age <= 30 then 2 else 3 end as bucket,
       count(*)::integer as count, sum(amount_at_risk)::text as amount
@@ -215,8 +281,24 @@ export async function agingForRun(
     ) open_items
     group by 1
   `.execute(db)
-  return AGE_BUCKETS.map((b, n) => {
-    const found = rows.find((r) => Number(r.bucket) === n)
-    return { bucket: b.bucket, count: found ? Number(found.count) : 0, amount: found?.amount ?? '0' }
-  })
+  for (const r of rows) {
+    const into = totals[Number(r.bucket)]
+    into.count += Number(r.count)
+    into.amount = addDecimal(into.amount, exactDecimal(r.amount) ?? ZERO, 1n)
+  }
+  // the open ones still in set files: this run's own, and earlier runs' this run saw
+  const file = await sets.of(ws)
+  for (const { g, k } of file.rows(() => true)) {
+    if (!file.isOpen(g) || file.isMaterialized(g)) continue
+    if (file.sets[k].info.run_id !== runId && file.lastRunOf(g) !== runId) continue
+    const risk = file.risk(g)
+    const into = totals[bucketOf(risk.ageDays)]
+    into.count++
+    into.amount = addDecimal(into.amount, exactDecimal(risk.amount) ?? ZERO, 1n)
+  }
+  return AGE_BUCKETS.map((b, n) => ({
+    bucket: b.bucket,
+    count: totals[n].count,
+    amount: totals[n].count ? decimalText(totals[n].amount) : '0',
+  }))
 }

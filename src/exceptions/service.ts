@@ -1,6 +1,8 @@
 // Exceptions: every completed full run turns its unmatched records and ambiguous matches into
-// exceptions, classified by why (classify.ts), written in the transaction that records the run as
-// completed (bulk.ts), and worked by operators until resolved (actions.ts). Open exceptions of a
+// exceptions, classified by why (classify.ts), kept as a set file beside its results and recorded
+// (a block of ids, the counts) in the transaction that records the run as completed (bulk.ts,
+// sidecar.ts), served from memory until an operator touches one (sets.ts, materialize.ts), and
+// worked by operators until resolved (actions.ts). Open exceptions of a
 // saved recipe are open items: the next run of the recipe matches against them (carry.ts, when
 // the run asks to carry them) and closes those it matches. Dry runs keep no results and sample
 // runs match a trial subset, so neither makes exceptions.
@@ -19,6 +21,8 @@ import type { RunsService } from '../runs/service.js'
 import * as actions from './actions.js'
 import type { CarrySource, ExceptionBatch, ExceptionJob, OpenItems } from './batch.js'
 import { runChanges, writeBatch } from './bulk.js'
+import { ExceptionSets } from './sets.js'
+import { addDecimal, decimalText, type ExactDecimal, exactDecimal, ZERO } from '../language/decimal.js'
 import { type Actor, type ExceptionChange, type OnChange, recordChanges } from './changes.js'
 import {
   agingForRun,
@@ -52,6 +56,8 @@ export class ExceptionsService {
     private readonly runs: RunsService,
     private readonly config: Config,
     private readonly log: FastifyBaseLogger,
+    /** The exceptions still in their runs' set files. */
+    readonly sets: ExceptionSets,
     /** Rows per bulk statement: small on the embedded database, which runs each on the event loop. */
     private readonly chunkRows: number,
     onChange?: OnChange,
@@ -70,6 +76,7 @@ export class ExceptionsService {
     return {
       db: this.db,
       runs: this.runs,
+      sets: this.sets,
       onChange: (trx: Transaction<Database>, c: ExceptionChange) => this.onChange(trx, c),
     }
   }
@@ -95,6 +102,14 @@ export class ExceptionsService {
         .where('recipe_id', '=', row.recipe_id)
         .where('status', '=', 'open')
         .execute()
+      // and those still in set files: open, not yet rows
+      const file = await this.sets.of(row.workspace_id)
+      const recipeId = row.recipe_id
+      const inFiles = (s: { recipe_id: string | null }) => s.recipe_id === recipeId
+      for (const { g } of file.rows(inFiles)) {
+        if (!file.isOpen(g) || file.isMaterialized(g)) continue
+        items.push(file.item(g))
+      }
       for (const item of items) {
         open[item.side].keys.push(item.record_key)
         open[item.side].ids.push(Number(item.id))
@@ -111,7 +126,6 @@ export class ExceptionsService {
       open,
       carry: row.carry_open_items ? { left: [...sources.left.values()], right: [...sources.right.values()] } : null,
       feeShare: this.config.exceptionFeeShare,
-      chunkRows: this.chunkRows,
     }
     spec.exceptions = job
   }
@@ -134,17 +148,18 @@ export class ExceptionsService {
         closed: written.closed.length,
         carried: batch.carried,
         ms: Math.round(performance.now() - started),
+        worker_ms: batch.workerMs,
       },
       'run exceptions recorded',
     )
   }
 
   list(ws: string, q: ExceptionQuery) {
-    return listExceptions(this.db, ws, q)
+    return listExceptions(this.db, this.sets, ws, q)
   }
 
   async get(ws: string, id: number): Promise<ExceptionDetail> {
-    const row = await exceptionRow(this.db, ws, id)
+    const row = await exceptionRow(this.db, this.sets, ws, id)
     const entries = await this.db
       .selectFrom('exception_history')
       .selectAll()
@@ -185,12 +200,27 @@ export class ExceptionsService {
    * many still open) and the largest open ones.
    */
   async overviewOfRun(ws: string, runId: string, top: number) {
-    const { rows } = await sql<{ reason: string; count: number; open: number; amount_at_risk: string }>`
-      select reason, count(*)::integer as count, count(*) filter (where status = 'open')::integer as open,
-        sum(amount_at_risk)::text as amount_at_risk
+    const { rows: fromRows } = await sql<{ id: number; reason: string; status: string; amount_at_risk: string }>`
+      select id, reason, status, amount_at_risk::text as amount_at_risk
       from exceptions where workspace_id = ${ws} and run_id = ${runId}
-      group by reason order by count(*) desc, reason
     `.execute(this.db)
+    const file = await this.sets.of(ws)
+    const counts = new Map<string, { count: number; open: number; amount: ExactDecimal }>()
+    const add = (reason: string, open: boolean, amount: string) => {
+      const into = counts.get(reason) ?? { count: 0, open: 0, amount: ZERO }
+      into.count++
+      if (open) into.open++
+      into.amount = addDecimal(into.amount, exactDecimal(amount) ?? ZERO, 1n)
+      counts.set(reason, into)
+    }
+    for (const r of fromRows) add(r.reason, r.status === 'open', r.amount_at_risk)
+    for (const { g } of file.rows((s) => s.run_id === runId)) {
+      if (file.isMaterialized(g)) continue
+      add(file.reasonOf(g), file.isOpen(g), file.risk(g).amount)
+    }
+    const rows = [...counts]
+      .map(([reason, c]) => ({ reason, count: c.count, open: c.open, amount_at_risk: decimalText(c.amount) }))
+      .sort((a, b) => b.count - a.count || (a.reason < b.reason ? -1 : 1))
     const largest = await this.list(ws, { run_id: runId, sort: 'amount', limit: top })
     return {
       run_id: runId,
@@ -216,7 +246,7 @@ export class ExceptionsService {
 
   /** A run's open exceptions by age bucket (0-1 d, 2-7 d, 8-30 d, >30 d), with their amount at risk. */
   agingForRun(ws: string, runId: string): Promise<{ bucket: string; count: number; amount: string }[]> {
-    return agingForRun(this.db, ws, runId)
+    return agingForRun(this.db, this.sets, ws, runId)
   }
 
   assign(ws: string, id: number, body: { assignee: string | null; version?: number }, actor: Actor) {
@@ -263,13 +293,15 @@ export interface ExceptionsPluginOptions {
 
 export default fp<ExceptionsPluginOptions>(
   async (app, opts) => {
-    // PGlite runs each statement on the event loop's thread: 1,000 rows hold it ~0.1-0.2 s
+    // PGlite runs each statement on the event loop's thread: 1,000 rows hold it ~0.1-0.2 s (the
+    // updates of open items a later run saw that are already rows)
     const chunkRows = app.database.kind === 'pglite' ? 1_000 : 50_000
     const exceptions = new ExceptionsService(
       app.db,
       app.runs,
       app.config,
       app.log,
+      new ExceptionSets(app.db, (id) => app.runs.resultsDir(id)),
       chunkRows,
       opts.onChange ?? recordChanges(app.audit, app.webhooks),
     )

@@ -12,6 +12,7 @@ import * as audit from './011-audit.js'
 import * as webhooks from './012-webhooks.js'
 import * as exceptions from './009-exceptions.js'
 import * as schedules from './010-schedules.js'
+import * as exceptionSets from './013-exception-sets.js'
 
 export const migrations: Record<string, Migration> = {
   '001-sources': sources,
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '012-webhooks': webhooks,
   '009-exceptions': exceptions,
   '010-schedules': schedules,
+  '013-exception-sets': exceptionSets,
 }
