@@ -5,6 +5,7 @@
 // with counts and filters that agree with the items themselves.
 
 import { existsSync } from 'node:fs'
+import { utimes, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { ExceptionSets } from '../src/exceptions/sets.js'
@@ -178,4 +179,60 @@ t.test('a set file serves the list; touched exceptions become rows; paging gives
   const later = await other.of(ws)
   t.ok(later.isMaterialized(later.locate(target)), 'a comment made it a row, and the other copy knows')
   t.equal((await allExceptions(app, 'status=all')).length, expected)
+})
+
+t.test('unmatching a record that a later run left open keeps one open item, not two', async (t) => {
+  const { app, dataDir } = await testApp(t, { files: {} })
+  // day one: T1 matches I1; day two: T1 again (same key), its invoice gone: open in day two's set
+  const day = async (bank: string[], invoices: string[], stamp: number) => {
+    const at = new Date(Date.now() + stamp * 10_000)
+    for (const [name, lines] of [
+      ['bank.csv', [bankHeader, ...bank]],
+      ['invoices.csv', [invoiceHeader, ...invoices]],
+    ] as const) {
+      await writeFile(join(dataDir, name), lines.join('\n'))
+      await utimes(join(dataDir, name), at, at)
+    }
+  }
+  await day(['T1,100.00,2024-03-10,R1'], ['I1,100.00,2024-03-09,R1,'], 1)
+  await registerBankSources(app)
+  const recipeId = await saveRecipe(app, bankRecipe)
+  const first = await completedRun(app, { recipe_id: recipeId })
+  t.match(first.summary, { matches: 1 })
+  await day(['T1,100.00,2024-03-10,R1'], ['I9,5.00,2024-03-09,R9,'], 2)
+  const second = await completedRun(app, { recipe_id: recipeId })
+  t.match(second.summary, { matches: 0 })
+  const openT1 = async () => (await allExceptions(app)).filter((e) => e.side === 'left' && e.record_key === 'T1')
+  const before = await openT1()
+  t.equal(before.length, 1, 'T1 is an open item of the second run')
+  t.equal(before[0].run_id, second.id)
+  t.equal(
+    Number(
+      (
+        await app.db
+          .selectFrom('exceptions')
+          .select((e) => e.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    ),
+    0,
+  )
+
+  const undo = await app.inject({
+    method: 'POST',
+    url: '/api/exceptions/unmatch',
+    payload: { run_id: first.id, match_id: 'm0000001', reason: 'wrong invoice' },
+  })
+  t.equal(undo.statusCode, 200, undo.body)
+  t.same(
+    undo.json().exceptions.map((x: ExceptionItem) => [x.record_key, x.side]),
+    [['I1', 'right']],
+    'I1 opens; T1 is already open',
+  )
+  const after = await openT1()
+  t.same(
+    after.map((e) => e.id),
+    before.map((e) => e.id),
+    'T1 is still the one open item, now a row',
+  )
 })

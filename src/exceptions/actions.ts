@@ -445,6 +445,9 @@ export async function unmatch(
       ...match.left_keys.map((key) => ({ side: 'left' as const, key })),
       ...match.right_keys.map((key) => ({ side: 'right' as const, key })),
     ].filter((k) => !reopened.some((r) => r.side === k.side && r.record_key === k.key))
+    // a record that is already an open item in a later run's file stays that item: made a row,
+    // the insert below skips it on the open-item index as it skips any open row
+    await materialize(trx, deps.sets, ws, file.openWithKeys(run.recipe_id, fresh))
     const firstId = fresh.length ? await reserveIds(trx, fresh.length) : 0
     const created = fresh.length
       ? ((await trx

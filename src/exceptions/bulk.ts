@@ -66,6 +66,22 @@ export async function writeBatch(
     .execute()
 
   const s = batch.seen
+  const c = batch.closed
+  // the sets of the open items it saw or closed, held against a concurrent materialization
+  // (materialize.ts bumps them first): what is a row is then decided, not racing
+  let lo = Infinity
+  let hi = -Infinity
+  for (const list of [s.ids, c.ids])
+    for (const id of list) {
+      if (id < lo) lo = id
+      if (id > hi) hi = id
+    }
+  if (hi >= lo)
+    await sql`
+      select run_id from exception_sets
+      where workspace_id = ${run.workspace_id} and first_id <= ${hi}::bigint and first_id + count > ${lo}::bigint
+      for share
+    `.execute(trx)
   const seenRows = await rowsAmong(trx, s.ids, chunkRows)
   let seen = s.ids.length - seenRows.size
   const at = s.ids.flatMap((id, i) => (seenRows.has(id) ? [i] : []))
@@ -83,7 +99,6 @@ export async function writeBatch(
     await turn()
   }
 
-  const c = batch.closed
   const closedRows = await rowsAmong(trx, c.ids, chunkRows)
   const closed = c.ids.filter((id) => !closedRows.has(id))
   const rowAt = c.ids.flatMap((id, i) => (closedRows.has(id) ? [i] : []))

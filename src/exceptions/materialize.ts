@@ -3,10 +3,12 @@
 // exceptions it names that still live only in their run's set file (sets.ts) are inserted with the
 // same id and their current state, in the action's transaction; from then on the row is the
 // exception and the file's copy is ignored. Two operators materializing the same one: the second
-// insert waits on the first's key, then does nothing, and the action's own checks decide (409).
+// waits on the first's lock of the set row, then finds the row, and the action's own checks
+// decide (409).
 
 import { sql, type Transaction } from 'kysely'
 import type { Database } from '../db/schema.js'
+import { ConcordError } from '../errors.js'
 import type { ExceptionSets } from './sets.js'
 
 /** Exceptions ids that are database rows, among those given. */
@@ -27,11 +29,22 @@ export async function materialize(
 ): Promise<void> {
   const unique = [...new Set(ids)]
   const have = await materializedAmong(trx, unique)
-  const missing = unique.filter((id) => !have.has(id))
+  const missing = unique.filter((id) => !have.has(id)).sort((a, b) => a - b)
   if (!missing.length) return
-  const file = await sets.of(ws, trx)
+  let file = await sets.of(ws, trx)
+  const runIds = [...new Set(missing.flatMap((id) => (file.locate(id) < 0 ? [] : [file.item(file.locate(id)).run_id])))]
+  if (!runIds.length) return
+  // their sets first: a run recording what it saw of them holds these rows FOR SHARE (bulk.ts), so
+  // either it committed before this (and the state read next includes its overlay) or it waits
+  // for this transaction (and then finds these exceptions as rows)
+  await trx
+    .updateTable('exception_sets')
+    .set((eb) => ({ touched: eb('touched', '+', 1) }))
+    .where('run_id', 'in', runIds)
+    .execute()
+  file = await sets.of(ws, trx)
   const rows = []
-  for (const id of missing.sort((a, b) => a - b)) {
+  for (const id of missing) {
     const g = file.locate(id)
     if (g < 0) continue
     const { age_days: _age, workspace_id: _ws, ...v } = file.view(g)
@@ -43,17 +56,24 @@ export async function materialize(
     })
   }
   if (!rows.length) return
-  // a key an open row of the recipe already holds stays with that row (the open-item index)
-  await trx
-    .insertInto('exceptions')
-    .values(rows)
-    .onConflict((oc) => oc.doNothing())
-    .execute()
-  await trx
-    .updateTable('exception_sets')
-    .set((eb) => ({ touched: eb('touched', '+', 1) }))
-    .where('run_id', 'in', [...new Set(rows.map((r) => r.run_id))])
-    .execute()
+  try {
+    // the same exception materialized by a concurrent action: its row stands
+    await trx
+      .insertInto('exceptions')
+      .values(rows)
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute()
+  } catch (err) {
+    // another open exception of the recipe holds the same record (two runs of the recipe opened it
+    // at once): refused clearly rather than hidden
+    if ((err as { code?: string }).code !== '23505') throw err
+    throw new ConcordError(
+      'open_item_conflict',
+      `another open exception of the recipe already holds one of these records (${(err as Error).message})`,
+      409,
+      'list the open exceptions of the record (GET /api/exceptions?recipe_id=…) and resolve the duplicate',
+    )
+  }
 }
 
 /** The ids within the given ranges (set files' blocks) that are database rows. */

@@ -194,6 +194,9 @@ export async function listExceptions(
     const cmp = sql.raw(desc ? '<' : '>')
     query = query.where(sql<boolean>`(${sql.ref(sort.column)}, id) ${cmp} (${value}, ${after.id}::bigint)`)
   }
+  // the files' copy first: an exception materialized between the two reads is then a row to the
+  // second (the dedupe below keeps it once); read the other way round it could be in neither
+  const file = await sets.of(ws)
   const fromRows = (await query
     .selectAll()
     .select(sql<number>`current_date - age_from`.as('age_days'))
@@ -202,7 +205,6 @@ export async function listExceptions(
     .limit(limit + 1)
     .execute()) as ExceptionRowWithAge[]
   // the same order over both: the sort's value, then the id
-  const file = await sets.of(ws)
   // an exception that became a row a moment ago may still be in this copy's files: the row wins
   const asRows = new Set(fromRows.map((r) => Number(r.id)))
   const fromFiles = filePage(file, q, sortKey, desc, after, limit + 1).filter((r) => !asRows.has(r.id))

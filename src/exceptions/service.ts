@@ -96,6 +96,8 @@ export class ExceptionsService {
     const open: OpenItems = { left: { keys: [], ids: [] }, right: { keys: [], ids: [] }, both: { keys: [], ids: [] } }
     const sources = { left: new Map<string, CarrySource>(), right: new Map<string, CarrySource>() }
     if (row.recipe_id !== null) {
+      // the files' copy first (an item materialized between the two reads is then a row to the second)
+      const file = await this.sets.of(row.workspace_id)
       const items = await this.db
         .selectFrom('exceptions')
         .select(['id', 'side', 'record_key', 'run_id', 'carry'])
@@ -103,7 +105,6 @@ export class ExceptionsService {
         .where('status', '=', 'open')
         .execute()
       // and those still in set files: open, not yet rows
-      const file = await this.sets.of(row.workspace_id)
       const recipeId = row.recipe_id
       const inFiles = (s: { recipe_id: string | null }) => s.recipe_id === recipeId
       for (const { g } of file.rows(inFiles)) {

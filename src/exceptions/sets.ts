@@ -133,7 +133,8 @@ export class WorkspaceSets {
       const seen = s.overlay.seen
       for (let j = 0; j < seen.ids.length; j++) {
         const g = this.locate(seen.ids[j])
-        if (g < 0) continue
+        // as the database's update: only an exception still open is refreshed
+        if (g < 0 || this.closedBy[g] >= 0) continue
         this.lastRun[g] = k
         const reason = REASONS.indexOf(seen.reason[j] as (typeof REASONS)[number])
         if (reason >= 0) this.reason[g] = reason
@@ -350,6 +351,22 @@ export class WorkspaceSets {
     return { amount, ageDays: today() - this.ageFrom[g] }
   }
 
+  /** Open exceptions of a recipe still only in files whose record is one of these (an unmatch's records). */
+  openWithKeys(recipeId: string | null, wanted: { side: string; key: string }[]): number[] {
+    if (recipeId === null || !wanted.length) return []
+    const want = new Set(wanted.map((w) => `${w.side}\u0000${w.key}`))
+    const ids: number[] = []
+    this.sets.forEach((s, k) => {
+      if (s.info.recipe_id !== recipeId) return
+      for (let i = 0; i < s.info.count; i++) {
+        const g = this.starts[k] + i
+        if (this.closedBy[g] >= 0 || this.materialized[g] === 1) continue
+        if (want.has(`${SIDES[s.side[i]]}\u0000${stringAt(s.text.record_key, i)}`)) ids.push(s.info.first_id + i)
+      }
+    })
+    return ids
+  }
+
   isOpen(g: number): boolean {
     return this.closedBy[g] < 0
   }
@@ -452,7 +469,8 @@ export class ExceptionSets {
 
   /**
    * The workspace's file rows as of now (one query; new files read, the state rebuilt, when sets
-   * changed). Inside a transaction, pass it: the embedded database has one connection.
+   * changed). Inside a transaction, pass it (the embedded database has one connection): the file
+   * rows' state is then current, but which of them are rows is left to the transaction to ask.
    */
   async of(ws: string, db: Kysely<Database> = this.db): Promise<WorkspaceSets> {
     const infos = (await db
@@ -483,8 +501,10 @@ export class ExceptionSets {
       sets = { ids, sets: new WorkspaceSets(loadedSets) }
       this.workspaces.set(ws, sets)
     }
-    // which exceptions became rows since this copy last looked (any instance bumps `touched`)
+    // which exceptions became rows since this copy last looked (any instance bumps `touched`); not
+    // from inside a transaction, whose uncommitted rows (or a rollback) must not set the bitmap
     const built = sets.sets
+    if (db !== this.db) return built
     const stale = infos.flatMap((info, k) => (Number(info.touched) !== built.touchedAt[k] ? [k] : []))
     if (stale.length) {
       const ranges = stale.flatMap((k) => built.ranges((s) => s.run_id === infos[k].run_id))
