@@ -11,8 +11,8 @@ import { formatDecimal, POW10 } from '../engine/data/values.js'
 import { formatUnits } from '../engine/explain/summary.js'
 import { exactDecimal } from '../language/decimal.js'
 import type { Recipe } from '../recipes/schema.js'
-import type { CreatedRow, Overlay } from './sidecar.js'
-import { classifySide, differenceScale, present, type ValueColumn, valueColumn } from './classify.js'
+import { CreatedRows, type Overlay } from './sidecar.js'
+import { classifySide, differenceScale, present, REASONS, type ValueColumn, valueColumn } from './classify.js'
 
 /** The open exceptions of the run's recipe, by side, as the service read them when the run started. */
 export interface OpenItems {
@@ -71,7 +71,7 @@ export function exceptionBatch(
   keys: { leftKey: string[]; rightKey: string[] },
   carried: CarriedRows | null,
   lookups?: LookupSet,
-): ExceptionBatch & { rows: CreatedRow[] } {
+): ExceptionBatch & { rows: CreatedRows } {
   const tables = { l: result.left, r: result.right }
   const compared = comparedColumns(recipe, tables)
   const amount = { l: valueColumn(result.left, compared.amount?.l), r: valueColumn(result.right, compared.amount?.r) }
@@ -87,16 +87,23 @@ export function exceptionBatch(
     right: new Map(job.open.right.keys.map((k, i) => [k, job.open.right.ids[i]])),
     both: new Map(job.open.both.keys.map((k, i) => [k, job.open.both.ids[i]])),
   }
-  const rows: CreatedRow[] = []
+  let ambiguous = 0
+  for (let k = 0; k < result.matches.count; k++) ambiguous += result.matches.ambiguous[k]
+  const rows = new CreatedRows(scale, result.unmatchedLeft.rows.length + result.unmatchedRight.rows.length + ambiguous)
   const taken = { left: new Set<string>(), right: new Set<string>() }
   let duplicateKeys = 0
   const seen: ExceptionBatch['seen'] = { ids: [], reason: [], candidate_key: [], amount_at_risk: [], difference: [] }
   const closed: ExceptionBatch['closed'] = { ids: [], match_id: [] }
   const text = (units: number, s: number) => (Number.isNaN(units) ? null : formatDecimal(units, s))
   const dateOf = (c: ValueColumn | undefined, row: number) =>
-    !present(c, row) ? null : c!.type === 'timestamp' ? Math.floor(c!.values[row] / 86_400_000) : c!.values[row]
+    !present(c, row) ? Number.NaN : c!.type === 'timestamp' ? Math.floor(c!.values[row] / 86_400_000) : c!.values[row]
+  // a recipe with no open items (and an inline recipe: never any) reads no key of a matched record
+  const anyOpen =
+    open.left.size + open.right.size + open.both.size > 0 ||
+    (carried?.left.ids.length ?? 0) + (carried?.right.ids.length ?? 0) > 0
   /** The open exception a record of this run already has: carried in, or the same key. */
   const openId = (side: 'left' | 'right', row: number, key: string): number | undefined => {
+    if (!anyOpen) return undefined
     const c = carried?.[side]
     if (c && row >= c.from) return c.ids[row - c.from]
     return open[side].get(key)
@@ -139,19 +146,20 @@ export function exceptionBatch(
         continue
       }
       taken[side].add(key)
-      rows.push({
+      rows.add(
         side,
         key,
-        keys: null,
-        match: null,
+        null,
+        null,
         candidate,
-        amount: hasAmount ? formatDecimal(units, own!.scale) : null,
-        atRisk: text(atRisk, scale),
-        difference: text(d, scale),
-        date: dateOf(dates[s], row),
-        reason: reason[k],
-        carry: true,
-      })
+        units,
+        hasAmount ? own!.scale : 0,
+        atRisk,
+        d,
+        dateOf(dates[s], row),
+        reason[k],
+        true,
+      )
     }
   }
 
@@ -160,6 +168,7 @@ export function exceptionBatch(
     const leftRows = m.leftRows.subarray(m.leftStart[k], m.leftStart[k + 1])
     const rightRows = m.rightRows.subarray(m.rightStart[k], m.rightStart[k + 1])
     if (!m.ambiguous[k]) {
+      if (!anyOpen) continue
       // a clean match closes the open exceptions of its records
       for (const [side, list] of [
         ['left', leftRows],
@@ -198,27 +207,29 @@ export function exceptionBatch(
       seen.difference.push(null)
       continue
     }
-    rows.push({
-      side: 'both',
+    rows.add(
+      'both',
       key,
-      keys: JSON.stringify(group),
-      match: matchId(k),
-      candidate: null,
-      amount: text(l, scale),
-      atRisk,
-      difference: null,
-      date: dateOf(dates.l, leftRows[0]),
-      reason: 'ambiguous',
-      carry: false,
-    })
+      JSON.stringify(group),
+      matchId(k),
+      null,
+      l,
+      scale,
+      Math.abs(l),
+      Number.NaN,
+      dateOf(dates.l, leftRows[0]),
+      'ambiguous',
+      false,
+    )
   }
 
   const byReason: ExceptionBatch['byReason'] = {}
   const sums = new Map<string, bigint>()
-  for (const r of rows) {
-    byReason[r.reason] ??= { count: 0, amount_at_risk: null }
-    byReason[r.reason].count++
-    if (r.atRisk !== null) sums.set(r.reason, (sums.get(r.reason) ?? 0n) + BigInt(r.atRisk.replace('.', '')))
+  for (let i = 0; i < rows.length; i++) {
+    const reason = REASONS[rows.reason[i]]
+    byReason[reason] ??= { count: 0, amount_at_risk: null }
+    byReason[reason].count++
+    if (!Number.isNaN(rows.atRisk[i])) sums.set(reason, (sums.get(reason) ?? 0n) + BigInt(rows.atRisk[i]))
   }
   for (const [reason, units] of sums) byReason[reason].amount_at_risk = formatUnits(units, scale)
 

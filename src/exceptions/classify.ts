@@ -197,7 +197,13 @@ class OtherChecks {
     if (!conj) return null
     const { left, right } = this.ctx.result
     try {
-      const compiler = new ExprCompiler({ l: left.columns, r: right.columns }, { l: left, r: right }, this.ctx.lookups)
+      // few rows of each side are read: their strings are decoded as they are
+      const compiler = new ExprCompiler(
+        { l: left.columns, r: right.columns },
+        { l: left, r: right },
+        this.ctx.lookups,
+        true,
+      )
       const tests = conj.exprs
         .filter((_, c) => conj.kinds[c] !== 'amount')
         .map((e) => `${compiler.compile(e).code} === true`)

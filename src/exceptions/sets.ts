@@ -11,7 +11,7 @@
 import type { Kysely } from 'kysely'
 import { type StringColumn, stringAt } from '../engine/data/column.js'
 import type { Table } from '../engine/data/table.js'
-import { formatDate, parseDate } from '../engine/data/values.js'
+import { formatDate, formatDecimal, parseDate, POW10 } from '../engine/data/values.js'
 import type { Database } from '../db/schema.js'
 import { REASONS } from './classify.js'
 import type { ExceptionRowWithAge } from './queries.js'
@@ -41,13 +41,15 @@ interface LoadedSet {
   side: Float64Array
   reason: Float64Array
   carry: Float64Array
-  atRiskValue: Float64Array
+  /** Scaled units (NaN: none): the record's amount at its scale, at risk and difference at `scale`. */
+  amountUnits: Float64Array
+  amountScale: Float64Array
+  atRiskUnits: Float64Array
+  differenceUnits: Float64Array
+  scale: number
   date: Int32Array
   dateValid: Uint8Array | null
-  text: Record<
-    'record_key' | 'keys' | 'match_id' | 'candidate_key' | 'amount' | 'amount_at_risk' | 'difference',
-    StringColumn
-  >
+  text: Record<'record_key' | 'keys' | 'match_id' | 'candidate_key', StringColumn>
   overlay: Overlay
 }
 
@@ -124,7 +126,8 @@ export class WorkspaceSets {
       for (let i = 0; i < s.info.count; i++) {
         this.sideCode[at + i] = s.side[i]
         this.reason[at + i] = s.reason[i]
-        this.atRisk[at + i] = s.atRiskValue[i]
+        const units = s.atRiskUnits[i]
+        this.atRisk[at + i] = Number.isNaN(units) ? 0 : units / POW10[s.scale]
         this.ageFrom[at + i] = s.dateValid === null || s.dateValid[i] ? s.date[i] : s.createdDay
       }
     })
@@ -347,7 +350,7 @@ export class WorkspaceSets {
   risk(g: number): { amount: string; ageDays: number } {
     const k = this.setIndex[g]
     const i = g - this.starts[k]
-    const amount = this.seen.get(g)?.atRisk ?? textAt(this.sets[k].text.amount_at_risk, i) ?? '0'
+    const amount = this.seen.get(g)?.atRisk ?? riskText(this.sets[k], i)
     return { amount, ageDays: today() - this.ageFrom[g] }
   }
 
@@ -401,9 +404,13 @@ export class WorkspaceSets {
       keys: keys === null ? null : (JSON.parse(keys) as { left: string[]; right: string[] }),
       match_id: textAt(set.text.match_id, i),
       candidate_key: seen ? seen.candidate : textAt(set.text.candidate_key, i),
-      amount: textAt(set.text.amount, i),
-      amount_at_risk: seen?.atRisk ?? textAt(set.text.amount_at_risk, i) ?? '0',
-      difference: seen ? seen.difference : textAt(set.text.difference, i),
+      amount: Number.isNaN(set.amountUnits[i]) ? null : formatDecimal(set.amountUnits[i], set.amountScale[i]),
+      amount_at_risk: seen?.atRisk ?? riskText(set, i),
+      difference: seen
+        ? seen.difference
+        : Number.isNaN(set.differenceUnits[i])
+          ? null
+          : formatDecimal(set.differenceUnits[i], set.scale),
       record_date: date,
       age_from: formatDate(this.ageFrom[g]),
       reason: REASONS[this.reason[g]],
@@ -420,6 +427,12 @@ export class WorkspaceSets {
       age_days: today() - this.ageFrom[g],
     }
   }
+}
+
+/** An exception's amount at risk as the table would hold it (0 when nothing is known). */
+function riskText(set: LoadedSet, i: number): string {
+  const units = set.atRiskUnits[i]
+  return Number.isNaN(units) ? '0' : formatDecimal(units, set.scale)
 }
 
 /** Row numbers sorted by key, ties by row number (the id's order). */
@@ -441,7 +454,11 @@ function loaded(info: SetInfo, table: Table, overlay: Overlay): LoadedSet {
     side: num('side'),
     reason: num('reason'),
     carry: num('carry'),
-    atRiskValue: num('at_risk_value'),
+    amountUnits: num('amount_units'),
+    amountScale: num('amount_scale'),
+    atRiskUnits: num('at_risk'),
+    differenceUnits: num('difference'),
+    scale: overlay.scale ?? 0,
     date: date.values,
     dateValid: date.valid,
     text: {
@@ -449,9 +466,6 @@ function loaded(info: SetInfo, table: Table, overlay: Overlay): LoadedSet {
       keys: str('keys'),
       match_id: str('match_id'),
       candidate_key: str('candidate_key'),
-      amount: str('amount'),
-      amount_at_risk: str('amount_at_risk'),
-      difference: str('difference'),
     },
     overlay,
   }

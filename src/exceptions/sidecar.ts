@@ -17,21 +17,72 @@ import { REASONS, type Reason } from './classify.js'
 
 export const SIDES = ['left', 'right', 'both'] as const
 
-/** One exception a run creates, as the worker classified it. */
-export interface CreatedRow {
-  side: 'left' | 'right' | 'both'
-  key: string
-  keys: string | null
-  match: string | null
-  candidate: string | null
-  amount: string | null
-  /** Exact decimal text; null when the record has no amount (stored as 0). */
-  atRisk: string | null
-  difference: string | null
-  /** Days since the epoch; null when the record has no date. */
-  date: number | null
-  reason: Reason
-  carry: boolean
+/**
+ * The exceptions a run creates, column by column as the worker classifies them (no object per
+ * exception: a run can leave half a million). Amounts stay scaled integer units until a row is
+ * shown: the record's amount at its own scale, the amount at risk and the difference at the set's.
+ */
+export class CreatedRows {
+  length = 0
+  readonly side: Uint8Array
+  readonly key: string[] = []
+  readonly keys: (string | null)[] = []
+  readonly match: (string | null)[] = []
+  readonly candidate: (string | null)[] = []
+  /** NaN: no amount. */
+  readonly amountUnits: Float64Array
+  readonly amountScale: Uint8Array
+  /** Units at `scale`; NaN: nothing known (stored as 0). */
+  readonly atRisk: Float64Array
+  readonly difference: Float64Array
+  /** Days since the epoch; NaN: no date. */
+  readonly date: Float64Array
+  readonly reason: Uint8Array
+  readonly carry: Uint8Array
+
+  /** At most `capacity` rows (the run's unmatched records and ambiguous matches). */
+  constructor(
+    readonly scale: number,
+    capacity: number,
+  ) {
+    this.side = new Uint8Array(capacity)
+    this.amountUnits = new Float64Array(capacity)
+    this.amountScale = new Uint8Array(capacity)
+    this.atRisk = new Float64Array(capacity)
+    this.difference = new Float64Array(capacity)
+    this.date = new Float64Array(capacity)
+    this.reason = new Uint8Array(capacity)
+    this.carry = new Uint8Array(capacity)
+  }
+
+  add(
+    side: 'left' | 'right' | 'both',
+    key: string,
+    keys: string | null,
+    match: string | null,
+    candidate: string | null,
+    amountUnits: number,
+    amountScale: number,
+    atRisk: number,
+    difference: number,
+    date: number,
+    reason: Reason,
+    carry: boolean,
+  ): void {
+    const i = this.length++
+    this.side[i] = side === 'left' ? 0 : side === 'right' ? 1 : 2
+    this.key.push(key)
+    this.keys.push(keys)
+    this.match.push(match)
+    this.candidate.push(candidate)
+    this.amountUnits[i] = amountUnits
+    this.amountScale[i] = amountScale
+    this.atRisk[i] = atRisk
+    this.difference[i] = difference
+    this.date[i] = date
+    this.reason[i] = REASONS.indexOf(reason)
+    this.carry[i] = carry ? 1 : 0
+  }
 }
 
 /** What a run did to open items of earlier runs (the ids are exceptions'). */
@@ -44,73 +95,57 @@ export interface Overlay {
     difference: (string | null)[]
   }
   closed: { ids: number[]; match_id: string[] }
+  /** The scale of the set's amounts at risk and differences (in the file). */
+  scale?: number
 }
 
 export const setFile = (dir: string) => join(dir, 'exceptions.arrow')
 export const overlayFile = (dir: string) => join(dir, 'exceptions-overlay.json')
 
-const number = (values: Float64Array, valid: Uint8Array | null = null) => ({
+const number = (values: Float64Array | Uint8Array, n: number) => ({
   type: 'float' as const,
-  length: values.length,
-  valid,
-  values,
+  length: n,
+  valid: null,
+  values: values instanceof Float64Array ? values.subarray(0, n) : Float64Array.from(values.subarray(0, n)),
 })
 
 /** Writes the created exceptions (in id order) and the overlay into a run's results folder. */
-export function writeSet(dir: string, rows: CreatedRow[], overlay: Overlay): void {
+export function writeSet(dir: string, rows: CreatedRows, overlay: Overlay): void {
   mkdirSync(dir, { recursive: true })
   const n = rows.length
-  const side = new Float64Array(n)
-  const reason = new Float64Array(n)
-  const carry = new Float64Array(n)
-  const atRiskValue = new Float64Array(n)
   const date = new Int32Array(n)
   const dateValid = new Uint8Array(n)
-  for (let i = 0; i < n; i++) {
-    const r = rows[i]
-    side[i] = SIDES.indexOf(r.side)
-    reason[i] = REASONS.indexOf(r.reason)
-    carry[i] = r.carry ? 1 : 0
-    atRiskValue[i] = r.atRisk === null ? 0 : Number(r.atRisk)
-    if (r.date !== null) {
-      date[i] = r.date
+  for (let i = 0; i < n; i++)
+    if (!Number.isNaN(rows.date[i])) {
+      date[i] = rows.date[i]
       dateValid[i] = 1
     }
-  }
-  const text = (f: (r: CreatedRow) => string | null) => stringColumn(rows.map(f))
+  const floats = ['side', 'amount_units', 'amount_scale', 'at_risk', 'difference', 'reason', 'carry'] as const
+  const strings = ['record_key', 'keys', 'match_id', 'candidate_key'] as const
   const table: Table = {
     columns: [
-      { name: 'side', type: 'float', nullable: false },
-      { name: 'record_key', type: 'string', nullable: false },
-      { name: 'keys', type: 'string', nullable: true },
-      { name: 'match_id', type: 'string', nullable: true },
-      { name: 'candidate_key', type: 'string', nullable: true },
-      { name: 'amount', type: 'string', nullable: true },
-      { name: 'amount_at_risk', type: 'string', nullable: true },
-      { name: 'at_risk_value', type: 'float', nullable: false },
-      { name: 'difference', type: 'string', nullable: true },
+      ...floats.map((name) => ({ name, type: 'float' as const, nullable: false })),
+      ...strings.map((name) => ({ name, type: 'string' as const, nullable: true })),
       { name: 'record_date', type: 'date', nullable: true },
-      { name: 'reason', type: 'float', nullable: false },
-      { name: 'carry', type: 'float', nullable: false },
     ],
     data: [
-      number(side),
-      text((r) => r.key),
-      text((r) => r.keys),
-      text((r) => r.match),
-      text((r) => r.candidate),
-      text((r) => r.amount),
-      text((r) => r.atRisk),
-      number(atRiskValue),
-      text((r) => r.difference),
+      number(rows.side, n),
+      number(rows.amountUnits, n),
+      number(rows.amountScale, n),
+      number(rows.atRisk, n),
+      number(rows.difference, n),
+      number(rows.reason, n),
+      number(rows.carry, n),
+      stringColumn(rows.key),
+      stringColumn(rows.keys),
+      stringColumn(rows.match),
+      stringColumn(rows.candidate),
       { type: 'date', length: n, valid: dateValid, values: date },
-      number(reason),
-      number(carry),
     ],
     length: n,
   }
   writeFileSync(setFile(dir), tableToIPC(toArrowTable(table)))
-  writeFileSync(overlayFile(dir), JSON.stringify(overlay))
+  writeFileSync(overlayFile(dir), JSON.stringify({ ...overlay, scale: rows.scale }))
 }
 
 /** A set's columns as the engine reads them (strings stay UTF-8 until a row is shown). */

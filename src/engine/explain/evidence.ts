@@ -4,6 +4,7 @@
 
 import type { Pattern, Preference } from '../../recipes/schema.js'
 import { jsonValue } from '../data/builder.js'
+import { stringAt } from '../data/column.js'
 import type { Table } from '../data/table.js'
 import { formatDecimal } from '../data/values.js'
 
@@ -442,6 +443,9 @@ export function recordKeyReader(table: Table, key: string[]): (row: number) => s
   })
   if (idx.length === 1) {
     const col = table.data[idx[0]]
+    // the common key, one text column: its bytes decoded directly (read once per record by
+    // exceptions and indexes)
+    if (col.type === 'string') return (row) => (col.valid !== null && col.valid[row] === 0 ? '' : stringAt(col, row))
     return (row) => String(jsonValue(col, row) ?? '')
   }
   return (row) => idx.map((n) => String(jsonValue(table.data[n], row) ?? '')).join('|')
