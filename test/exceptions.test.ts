@@ -205,6 +205,8 @@ t.test('every change reaches the seam once, in the run transaction; a failing se
   failOn = 'exceptions.create_for_run'
   await app.db.deleteFrom('exceptions').execute()
   await app.db.deleteFrom('exception_sets').execute()
+  // behind the service's back: its copy of the sets is told (it is the embedded database's only writer)
+  app.exceptions.sets.invalidate()
   await sql`delete from seam_log`.execute(app.db)
   const failed = await completedRun(app, { recipe_id: recipeId })
   t.equal(failed.status, 'failed')

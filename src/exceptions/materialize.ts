@@ -42,6 +42,7 @@ export async function materialize(
     .set((eb) => ({ touched: eb('touched', '+', 1) }))
     .where('run_id', 'in', runIds)
     .execute()
+  sets.invalidate()
   file = await sets.of(ws, trx)
   const rows = []
   for (const id of missing) {

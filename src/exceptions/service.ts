@@ -84,6 +84,7 @@ export class ExceptionsService {
   /** Joins the runs' life: what a job needs to make exceptions, and writing them when it completes. */
   attach(): void {
     this.runs.hooks.prepare.push((row, spec) => this.prepare(row, spec))
+    this.runs.hooks.removed.push(() => this.sets.invalidate())
     this.runs.hooks.finished.push(async (trx, run, outcome) => {
       if (outcome.status !== 'completed' || !outcome.extra) return
       await this.createForRun(trx, run, outcome.extra as ExceptionBatch)
@@ -135,6 +136,7 @@ export class ExceptionsService {
   async createForRun(trx: Transaction<Database>, run: RunRow, batch: ExceptionBatch): Promise<void> {
     const started = performance.now()
     const written = await writeBatch(trx, run, batch, this.chunkRows)
+    this.sets.invalidate()
     for (const change of runChanges(run, written, batch.carried)) await this.onChange(trx, change)
     if (batch.duplicateKeys)
       this.log.warn(
@@ -302,7 +304,7 @@ export default fp<ExceptionsPluginOptions>(
       app.runs,
       app.config,
       app.log,
-      new ExceptionSets(app.db, (id) => app.runs.resultsDir(id)),
+      new ExceptionSets(app.db, (id) => app.runs.resultsDir(id), app.database.kind === 'pglite'),
       chunkRows,
       opts.onChange ?? recordChanges(app.audit, app.webhooks),
     )

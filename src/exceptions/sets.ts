@@ -474,12 +474,28 @@ function loaded(info: SetInfo, table: Table, overlay: Overlay): LoadedSet {
 /** The set files of every workspace, read once each, their current state rebuilt when a set arrives. */
 export class ExceptionSets {
   private readonly files = new Map<string, Promise<LoadedSet>>()
-  private readonly workspaces = new Map<string, { ids: string; sets: WorkspaceSets }>()
+  private readonly workspaces = new Map<string, { ids: string; sets: WorkspaceSets; generation: number }>()
+  /** Bumped by every change this process makes to sets or rows (see `sole`). */
+  private generation = 0
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly resultsDir: (runId: string) => string,
+    /**
+     * This process is the database's only writer (the embedded one: a second process is refused
+     * its files), so a copy is current until `invalidate()` says otherwise and a read skips the
+     * query that asks. On PGlite that query ran on the event loop's thread for every page.
+     */
+    private readonly sole = false,
   ) {}
+
+  /**
+   * A set was recorded or deleted, or an exception materialized: the next read asks again. (On
+   * the embedded database a read waits for the writing transaction to end, so it sees its result.)
+   */
+  invalidate(): void {
+    this.generation++
+  }
 
   /**
    * The workspace's file rows as of now (one query; new files read, the state rebuilt, when sets
@@ -487,6 +503,9 @@ export class ExceptionSets {
    * rows' state is then current, but which of them are rows is left to the transaction to ask.
    */
   async of(ws: string, db: Kysely<Database> = this.db): Promise<WorkspaceSets> {
+    const generation = this.generation
+    const current = this.workspaces.get(ws)
+    if (this.sole && db === this.db && current && current.generation === generation) return current.sets
     const infos = (await db
       .selectFrom('exception_sets')
       .select(['run_id', 'recipe_id', 'recipe_version', 'first_id', 'count', 'created_on', 'created_at', 'touched'])
@@ -512,7 +531,7 @@ export class ExceptionSets {
       // a deleted run's set is gone from the list: its file's copy goes too
       const now = new Set(infos.map((s) => s.run_id))
       for (const gone of sets?.ids.split(',') ?? []) if (gone && !now.has(gone)) this.files.delete(gone)
-      sets = { ids, sets: new WorkspaceSets(loadedSets) }
+      sets = { ids, sets: new WorkspaceSets(loadedSets), generation: -1 }
       this.workspaces.set(ws, sets)
     }
     // which exceptions became rows since this copy last looked (any instance bumps `touched`); not
@@ -525,6 +544,8 @@ export class ExceptionSets {
       const rows = await materializedIn(db, ranges)
       for (const k of stale) built.markMaterialized(k, rows, Number(infos[k].touched))
     }
+    // current as of the generation this read started at (a change since bumps it past that)
+    sets.generation = generation
     return built
   }
 }

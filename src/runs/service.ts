@@ -71,8 +71,8 @@ const FINISHED: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancel
 
 /**
  * What other services add to a run's life (exceptions, src/exceptions/service.ts): `prepare`
- * completes a job's spec before it runs; `finished` runs in the transaction that records a
- * run's outcome, with whatever the worker sent beside the summary (`extra`). A `finished` hook
+ * completes a job's spec before it runs; `removed` hears of a deleted run; `finished` runs in the
+ * transaction that records a run's outcome, with whatever the worker sent beside the summary (`extra`). A `finished` hook
  * that throws rolls the outcome back: a completed run then becomes failed, its files removed.
  */
 export interface RunHooks {
@@ -82,6 +82,8 @@ export interface RunHooks {
     run: RunRow,
     outcome: { status: RunStatus; summary?: RunSummary; extra?: unknown },
   ) => Promise<void>)[]
+  /** After a run's row (and what cascades from it) was deleted. */
+  removed: ((runId: string) => void)[]
 }
 
 interface Active {
@@ -106,7 +108,7 @@ export class RunsService {
   private heartbeat: NodeJS.Timeout | undefined
   /** A queued sample run's scoped tables, captured when it was started. */
   private readonly samples = new Map<string, { left: Table; right: Table }>()
-  readonly hooks: RunHooks = { prepare: [], finished: [] }
+  readonly hooks: RunHooks = { prepare: [], finished: [], removed: [] }
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -752,6 +754,7 @@ export class RunsService {
       const deleted = await tx.deleteFrom('runs').where('id', '=', id).returningAll().executeTakeFirst()
       if (deleted) await runChanged(tx, this.observers, 'run.deleted', deleted, undefined, by)
     })
+    for (const removed of this.hooks.removed) removed(id)
     await rm(this.resultsDir(id), { recursive: true, force: true })
     forget(this.resultsDir(id))
     this.log.info({ run_id: id }, 'run deleted')
