@@ -309,7 +309,21 @@ t.test('two threads write the same CSV files as one, and a helper that fails cos
   for (const out of Object.values(arrow)) await mkdir(out)
   await writeSets(input, arrow.one, 'arrow')
   await writeSets(input, arrow.two, 'arrow', { helperMinRows: 0 })
-  const readBack = async (out: string, set: (typeof RESULT_SETS)[number]) => {
+  // a run's own work after matching (its exceptions) done on the calling thread while the helper
+  // writes, once, whether or not a helper is used
+  const calls: string[] = []
+  for (const [name, opts] of [
+    ['alongside-helper', { helperMinRows: 0 }],
+    ['alongside-one', {}],
+  ] as const) {
+    const out = join(dir, name)
+    await mkdir(out)
+    await writeSets(input, out, 'arrow', { ...opts, alongside: () => calls.push(name) })
+    for (const set of RESULT_SETS)
+      t.equal(await readBack(out, set), await readBack(arrow.one, set), `${name}: ${set}.arrow, the same rows`)
+  }
+  t.same(calls, ['alongside-helper', 'alongside-one'], 'the work alongside ran once per write')
+  async function readBack(out: string, set: (typeof RESULT_SETS)[number]) {
     const table = tableFromIPC(await readFile(join(out, `${set}.arrow`)))
     const parts = [csvHeader(table.schema, set), ...table.batches.flatMap((b) => csvBatch(table.schema, b, set))]
     return Buffer.concat(parts).toString('utf8')

@@ -64,9 +64,11 @@ export interface JobOptions {
   connectors?: ConnectorRegistry
   /**
    * Writes a completed run's results; by default the Arrow files into `spec.outDir` (nothing when
-   * it is null). `concord reconcile --out` encodes CSV from the tables in memory instead.
+   * it is null). `concord reconcile --out` encodes CSV from the tables in memory instead. A writer
+   * may call `alongside` (the run's own work after matching: its exceptions) while a helper thread
+   * writes; if it does not, the job calls it after.
    */
-  write?: (results: ResultsInput) => Promise<void>
+  write?: (results: ResultsInput, alongside?: () => void) => Promise<void>
   /** Replaces the loaded sides before matching (open items carried in from earlier runs). */
   prepareTables?: (tables: { left: Table; right: Table }) => Promise<{ left: Table; right: Table }>
   /** Sees a completed run's results before they are written (its exceptions are made from them). */
@@ -146,9 +148,9 @@ export async function runJob(
 /** The default writer: the Arrow files into `dir`, or nothing for a dry run. */
 function storeIn(dir: string | null): JobOptions['write'] {
   if (!dir) return undefined
-  return async (results) => {
+  return async (results, alongside) => {
     await mkdir(dir, { recursive: true })
-    await writeSets(results, dir, 'arrow')
+    await writeSets(results, dir, 'arrow', { alongside })
   }
 }
 
@@ -161,11 +163,17 @@ async function finish(
   const { summary } = results.result
   // a failed pass leaves the progress where the run stopped
   if (summary.status !== 'completed') return summary
-  afterMatch(results)
+  let along = false
+  const alongside = () => {
+    if (along) return
+    along = true
+    afterMatch(results)
+  }
   if (write) {
     report({ phase: 'writing', percent: 85 })
-    await write(results)
+    await write(results, alongside)
   }
+  alongside()
   report({ phase: 'done', percent: 100 })
   return summary
 }
