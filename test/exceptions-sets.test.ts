@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs'
 import { utimes, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { ExceptionSets } from '../src/exceptions/sets.js'
 import { testApp } from './helpers/app.js'
@@ -22,6 +23,15 @@ import {
 } from './helpers/exceptions.js'
 
 const N = 240
+
+/** How many exceptions are database rows (the rest are in set files). */
+async function exceptionRows(app: FastifyInstance): Promise<number> {
+  const { n } = await app.db
+    .selectFrom('exceptions')
+    .select((e) => e.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow()
+  return Number(n)
+}
 
 /** Each line i: kind i % 4 matches, differs in amount, has no counterpart, or is dated far off. */
 function world() {
@@ -58,17 +68,7 @@ t.test('a set file serves the list; touched exceptions become rows; paging gives
   // the run recorded one set row and wrote its file; no exception is a row yet
   const set = await app.db.selectFrom('exception_sets').selectAll().executeTakeFirstOrThrow()
   t.equal(set.count, expected, 'the set holds every exception of the run')
-  t.equal(
-    Number(
-      (
-        await app.db
-          .selectFrom('exceptions')
-          .select((e) => e.fn.countAll().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    ),
-    0,
-  )
+  t.equal(await exceptionRows(app), 0)
   t.ok(existsSync(join(app.runs.resultsDir(run.id), 'exceptions.arrow')), 'the set file is beside the results')
 
   const all = await allExceptions(app, 'status=all')
@@ -206,17 +206,7 @@ t.test('unmatching a record that a later run left open keeps one open item, not 
   const before = await openT1()
   t.equal(before.length, 1, 'T1 is an open item of the second run')
   t.equal(before[0].run_id, second.id)
-  t.equal(
-    Number(
-      (
-        await app.db
-          .selectFrom('exceptions')
-          .select((e) => e.fn.countAll().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    ),
-    0,
-  )
+  t.equal(await exceptionRows(app), 0)
 
   const undo = await app.inject({
     method: 'POST',

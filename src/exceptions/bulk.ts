@@ -9,9 +9,7 @@ import { sql, type Transaction } from 'kysely'
 import type { Database, RunRow } from '../db/schema.js'
 import type { ExceptionBatch } from './batch.js'
 import { type ExceptionChange, RESOLVED_IDS_IN_EVENT } from './changes.js'
-import { reserveIds } from './materialize.js'
-
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+import { materializedAmong, pgArray, reserveIds, turn } from './materialize.js'
 
 export interface WrittenBatch {
   created: number
@@ -19,29 +17,6 @@ export interface WrittenBatch {
   byReason: Record<string, { count: number; amount_at_risk: string }>
   seen: number
   closed: number[]
-}
-
-/** A PostgreSQL array literal (text form) of text values; NULL where null. */
-export function pgArray(values: readonly (string | null)[]): string {
-  const parts = new Array<string>(values.length)
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i]
-    parts[i] = v === null ? 'NULL' : `"${v.replace(/[\\"]/g, '\\$&')}"`
-  }
-  return `{${parts.join(',')}}`
-}
-
-/** Which of the ids are database rows (materialized), asked in chunks. */
-async function rowsAmong(trx: Transaction<Database>, ids: number[], chunkRows: number): Promise<Set<number>> {
-  const found = new Set<number>()
-  for (let at = 0; at < ids.length; at += chunkRows) {
-    const { rows } = await sql<{ id: number }>`
-      select id from exceptions where id = any(${pgArray(ids.slice(at, at + chunkRows).map(String))}::bigint[])
-    `.execute(trx)
-    for (const r of rows) found.add(Number(r.id))
-    await turn()
-  }
-  return found
 }
 
 export async function writeBatch(
@@ -82,7 +57,7 @@ export async function writeBatch(
       where workspace_id = ${run.workspace_id} and first_id <= ${hi}::bigint and first_id + count > ${lo}::bigint
       for share
     `.execute(trx)
-  const seenRows = await rowsAmong(trx, s.ids, chunkRows)
+  const seenRows = await materializedAmong(trx, s.ids, chunkRows)
   let seen = s.ids.length - seenRows.size
   const at = s.ids.flatMap((id, i) => (seenRows.has(id) ? [i] : []))
   for (let from = 0; from < at.length; from += chunkRows) {
@@ -99,7 +74,7 @@ export async function writeBatch(
     await turn()
   }
 
-  const closedRows = await rowsAmong(trx, c.ids, chunkRows)
+  const closedRows = await materializedAmong(trx, c.ids, chunkRows)
   const closed = c.ids.filter((id) => !closedRows.has(id))
   const rowAt = c.ids.flatMap((id, i) => (closedRows.has(id) ? [i] : []))
   for (let from = 0; from < rowAt.length; from += chunkRows) {

@@ -11,14 +11,38 @@ import type { Database } from '../db/schema.js'
 import { ConcordError } from '../errors.js'
 import type { ExceptionSets } from './sets.js'
 
-/** Exceptions ids that are database rows, among those given. */
+/** A PostgreSQL array literal (text form) of text values; NULL where null. */
+export function pgArray(values: readonly (string | null)[]): string {
+  const parts = new Array<string>(values.length)
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]
+    parts[i] = v === null ? 'NULL' : `"${v.replace(/[\\"]/g, '\\$&')}"`
+  }
+  return `{${parts.join(',')}}`
+}
+
+export const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * The exception ids that are database rows, among those given: one array parameter per chunk (a
+ * run may ask about 250,000 it saw), the event loop given a turn between chunks.
+ */
 export async function materializedAmong(
   trx: Pick<Transaction<Database>, 'selectFrom'>,
   ids: number[],
+  chunkRows = 50_000,
 ): Promise<Set<number>> {
-  if (!ids.length) return new Set()
-  const rows = await trx.selectFrom('exceptions').select('id').where('id', 'in', ids).execute()
-  return new Set(rows.map((r) => Number(r.id)))
+  const found = new Set<number>()
+  for (let at = 0; at < ids.length; at += chunkRows) {
+    const rows = await trx
+      .selectFrom('exceptions')
+      .select('id')
+      .where(sql<boolean>`id = any(${pgArray(ids.slice(at, at + chunkRows).map(String))}::bigint[])`)
+      .execute()
+    for (const r of rows) found.add(Number(r.id))
+    if (at + chunkRows < ids.length) await turn()
+  }
+  return found
 }
 
 export async function materialize(

@@ -229,13 +229,6 @@ export class WorkspaceSets {
     }
   }
 
-  /** The sort value of row g as the database would give it (its cursor form). */
-  sortText(g: number, sort: SortKey): string {
-    if (sort === 'created') return String(this.idOf(g))
-    if (sort === 'age') return formatDate(this.ageFrom[g])
-    return this.view(g).amount_at_risk
-  }
-
   private order(sort: SortKey): Uint32Array | null {
     if (sort === 'created') return null
     if (sort === 'amount') return (this.byAmount ??= sortedBy(this.atRisk))
