@@ -226,3 +226,66 @@ t.test('unmatching a record that a later run left open keeps one open item, not 
     'T1 is still the one open item, now a row',
   )
 })
+
+t.test("a run's aging and overview add the file rows' amounts exactly, past 2^53 units", async (t) => {
+  // amounts of 15 digits (the most an exact decimal column holds): ten of them in one bucket are
+  // more cents than a float holds exactly
+  const bank = [bankHeader]
+  const invoices = [invoiceHeader]
+  for (let i = 0; i < 60; i++) {
+    const cents = i % 4 < 2 ? 999_999_999_999_999 - i * 1_000_003 : 1_000 + i * 7
+    const amount = `${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, '0')}`
+    const day = i % 2 ? '2024-01-05' : new Date(Date.now() - 3 * 86_400_000).toISOString().slice(0, 10)
+    bank.push(`T${i},${amount},${day},R${i}`)
+    if (i % 3 === 0) invoices.push(`I${i},${amount},${day},R${i},`)
+  }
+  const { app } = await testApp(t, { files: { 'bank.csv': bank.join('\n'), 'invoices.csv': invoices.join('\n') } })
+  await registerBankSources(app)
+  const recipeId = await saveRecipe(app, bankRecipe)
+  const run = await completedRun(app, { recipe_id: recipeId })
+  t.equal(run.status, 'completed', JSON.stringify(run.error))
+  // one of them a row (assigned), the others in the file: both sources count
+  const items = await allExceptions(app, `run_id=${run.id}&status=all`)
+  t.ok(items.length > 20, `${items.length} exceptions`)
+  const res = await app.inject({
+    method: 'POST',
+    url: `/api/exceptions/${items[0].id}/assign`,
+    payload: { assignee: 'alice' },
+  })
+  t.equal(res.statusCode, 200, res.body)
+  t.equal(await exceptionRows(app), 1)
+
+  // exact text to cents: at most two decimals, as the recipe's amounts
+  const cents = (s: string) => {
+    const [whole, frac = ''] = s.split('.')
+    if (frac.length > 2) throw new Error(`more than cents: ${s}`)
+    return BigInt(whole + frac.padEnd(2, '0'))
+  }
+  const bucketOf = (age: number) => (age <= 1 ? 0 : age <= 7 ? 1 : age <= 30 ? 2 : 3)
+  const expected = [0, 1, 2, 3].map(() => ({ count: 0, cents: 0n }))
+  for (const e of items) {
+    if (e.status !== 'open') continue
+    expected[bucketOf(e.age_days)].count++
+    expected[bucketOf(e.age_days)].cents += cents(e.amount_at_risk)
+  }
+  const aging = (await app.inject({ url: `/api/runs/${run.id}/exceptions/aging` })).json()
+  t.same(
+    aging.map((b: { count: number; amount: string }) => ({ count: b.count, cents: cents(b.amount) })),
+    expected,
+  )
+  t.ok(
+    expected.some((b) => b.cents >= 2n ** 53n),
+    'a bucket past 2^53 cents',
+  )
+
+  const overview = await app.exceptions.overviewOfRun('default', run.id, 3)
+  const byReason = new Map<string, { count: number; cents: bigint }>()
+  for (const e of items) {
+    const into = byReason.get(e.reason) ?? { count: 0, cents: 0n }
+    byReason.set(e.reason, { count: into.count + 1, cents: into.cents + cents(e.amount_at_risk) })
+  }
+  t.same(
+    Object.fromEntries(overview.by_reason.map((r) => [r.reason, { count: r.count, cents: cents(r.amount_at_risk) }])),
+    Object.fromEntries(byReason),
+  )
+})

@@ -290,14 +290,11 @@ export async function agingForRun(
   }
   // the open ones still in set files: this run's own, and earlier runs' this run saw
   const file = await sets.of(ws)
-  for (const { g, k } of file.rows(() => true)) {
-    if (!file.isOpen(g) || file.isMaterialized(g)) continue
-    if (file.sets[k].info.run_id !== runId && file.lastRunOf(g) !== runId) continue
-    const risk = file.risk(g)
-    const into = totals[bucketOf(risk.ageDays)]
-    into.count++
-    into.amount = addDecimal(into.amount, exactDecimal(risk.amount) ?? ZERO, 1n)
-  }
+  const fromFiles = file.tally(runId, true, AGE_BUCKETS.length, (g, age) => (file.isOpen(g) ? bucketOf(age) : -1))
+  fromFiles.forEach((f, n) => {
+    totals[n].count += f.count
+    totals[n].amount = addDecimal(totals[n].amount, f.amount, 1n)
+  })
   return AGE_BUCKETS.map((b, n) => ({
     bucket: b.bucket,
     count: totals[n].count,

@@ -22,6 +22,7 @@ import * as actions from './actions.js'
 import type { CarrySource, ExceptionBatch, ExceptionJob, OpenItems } from './batch.js'
 import { runChanges, writeBatch } from './bulk.js'
 import { ExceptionSets } from './sets.js'
+import { REASONS } from './classify.js'
 import { addDecimal, decimalText, type ExactDecimal, exactDecimal, ZERO } from '../language/decimal.js'
 import { type Actor, type ExceptionChange, type OnChange, recordChanges } from './changes.js'
 import {
@@ -217,10 +218,17 @@ export class ExceptionsService {
       counts.set(reason, into)
     }
     for (const r of fromRows) add(r.reason, r.status === 'open', r.amount_at_risk)
-    for (const { g } of file.rows((s) => s.run_id === runId)) {
-      if (file.isMaterialized(g)) continue
-      add(file.reasonOf(g), file.isOpen(g), file.risk(g).amount)
-    }
+    file
+      .tally(runId, false, REASONS.length, (g) => file.reasonIndexOf(g))
+      .forEach((f, n) => {
+        if (!f.count) return
+        const into = counts.get(REASONS[n]) ?? { count: 0, open: 0, amount: ZERO }
+        counts.set(REASONS[n], {
+          count: into.count + f.count,
+          open: into.open + f.open,
+          amount: addDecimal(into.amount, f.amount, 1n),
+        })
+      })
     const rows = [...counts]
       .map(([reason, c]) => ({ reason, count: c.count, open: c.open, amount_at_risk: decimalText(c.amount) }))
       .sort((a, b) => b.count - a.count || (a.reason < b.reason ? -1 : 1))

@@ -65,7 +65,20 @@ export function parseDateOrTimestamp(s: string): number | null {
 }
 
 export function formatDate(days: number): string {
-  return new Date(days * DAY_MS).toISOString().slice(0, 10)
+  // Hinnant's civil_from_days in integers: this runs for every date a page or an export writes,
+  // where a Date and its ISO string cost several times as much. Other years, fractions and NaN
+  // go through Date, whose text (and RangeError) they get.
+  const z = days + 719468
+  const era = Math.floor(z / 146097)
+  const doe = z - era * 146097
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365)
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100))
+  const mp = Math.floor((5 * doy + 2) / 153)
+  const d = doy - Math.floor((153 * mp + 2) / 5) + 1
+  const m = mp < 10 ? mp + 3 : mp - 9
+  const y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+  if (!Number.isInteger(days) || y < 0 || y > 9999) return new Date(days * DAY_MS).toISOString().slice(0, 10)
+  return `${y < 1000 ? String(y).padStart(4, '0') : y}-${m < 10 ? '0' : ''}${m}-${d < 10 ? '0' : ''}${d}`
 }
 
 export function formatTimestamp(ms: number): string {
