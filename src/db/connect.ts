@@ -1,19 +1,25 @@
 // The service database: embedded PGlite in the data folder by default, PostgreSQL when a URL is
 // given. Both run the same migrations; callers see one Kysely<Database>.
 
-import { mkdir } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { once } from 'node:events'
 import { PGlite } from '@electric-sql/pglite'
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely'
 import { Migrator } from 'kysely/migration'
 import pg from 'pg'
 import { migrations } from './migrations/index.js'
 import type { Database } from './schema.js'
-import { lockEmbedded } from './lock.js'
+import { lockEmbedded, type DatabaseLock } from './lock.js'
+import { moduleWorker } from '../runs/module-worker.js'
+import type { EmbeddedReply, EmbeddedStart } from './embedded-worker.js'
 
 export interface ServiceDatabase {
   db: Kysely<Database>
   kind: 'pglite' | 'postgres'
+  /** The Unix socket an embedded database on its own thread is served on. */
+  socket?: string
   /** The embedded database's files as a tarball (PGlite only), for `pgliteDump`. */
   dump?(): Promise<Blob>
   /** True when a trivial query answers. */
@@ -31,6 +37,12 @@ export interface DatabaseOptions {
    * database per process and start every other from its dump: a fresh PGlite takes seconds.
    */
   pgliteDump?: Blob
+  /**
+   * Run the embedded database on its own thread (embedded-worker.ts) and talk to it over the wire
+   * protocol. The default for a database in a folder (the service, the CLI); a 'memory://' one
+   * (tests, `concord reconcile`'s throwaway) stays on the calling thread unless this says so.
+   */
+  ownThread?: boolean
 }
 
 // pg parses int8 into strings and dates into local-midnight Dates: keep counts numbers (like
@@ -42,6 +54,10 @@ const pgTypes = {
     return pg.types.getTypeParser(oid, format)
   },
 }
+
+/** The socket pg finds in a socket folder for a port: `.s.PGSQL.<port>`. */
+const SOCKET_PORT = 5432
+const SOCKET = `.s.PGSQL.${SOCKET_PORT}`
 
 export async function openDatabase(opts: DatabaseOptions): Promise<ServiceDatabase> {
   if (opts.url) {
@@ -67,6 +83,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<ServiceDataba
   if (!inMemory) await mkdir(dir, { recursive: true })
   // taken before PGlite opens the files: a second process is refused before touching them
   const lock = inMemory ? null : lockEmbedded(dir)
+  if (opts.ownThread ?? !inMemory) return openOnOwnThread(dir, lock, opts.pgliteDump)
   let pglite: PGlite
   try {
     pglite = await PGlite.create(dir, {
@@ -89,6 +106,88 @@ export async function openDatabase(opts: DatabaseOptions): Promise<ServiceDataba
       }
     },
     dump: async () => (await pglite.dumpDataDir('none')) as Blob,
+  }
+}
+
+/**
+ * The embedded database on a thread of its own, served over a Unix socket beside its folder
+ * (`db.sock/`, like `db.lock`; under the temporary folder when that path is too long for a
+ * socket), through one pooled connection: PGlite is a single session, so statements (and a
+ * transaction's statements) take turns exactly as they do on the calling thread.
+ */
+async function openOnOwnThread(dir: string, lock: DatabaseLock | null, dump?: Blob): Promise<ServiceDatabase> {
+  // the lock is ours, so a socket folder left by a process that died is ours to replace
+  let socketDir = `${dir}.sock`
+  if (join(socketDir, SOCKET).length > 100) socketDir = await mkdtemp(join(tmpdir(), 'concord-db-'))
+  else {
+    await rm(socketDir, { recursive: true, force: true })
+    await mkdir(socketDir, { mode: 0o700 })
+  }
+  const worker = moduleWorker('embedded-worker', import.meta.url)
+  const replies: EmbeddedReply[] = []
+  const waiting: ((r: EmbeddedReply) => void)[] = []
+  worker.on('message', (r: EmbeddedReply) => (waiting.length ? waiting.shift()!(r) : replies.push(r)))
+  // a thread that fails stops answering: statements then fail as with a server that went away
+  // (503 database_unavailable, /ready false), and the error is kept to say why
+  let failure: Error | null = null
+  worker.on('error', (err) => (failure = err))
+  const exited = once(worker, 'exit')
+  const next = () =>
+    new Promise<EmbeddedReply>((resolve, reject) => {
+      if (replies.length) return resolve(replies.shift()!)
+      waiting.push(resolve)
+      void exited.then(
+        () => reject(new Error(`the embedded database thread stopped${failure ? `: ${failure.message}` : ''}`)),
+        reject,
+      )
+    })
+  const cleanUp = async () => {
+    await rm(socketDir, { recursive: true, force: true })
+    lock?.release()
+  }
+  const data = dump ? await dump.arrayBuffer() : undefined
+  const start: EmbeddedStart = { dir, socket: join(socketDir, SOCKET), dump: data }
+  worker.postMessage(start, data ? [data] : [])
+  const ready = await next().catch((err: Error) => ({ kind: 'failed' as const, message: err.message }))
+  if (ready.kind !== 'ready') {
+    await worker.terminate()
+    await cleanUp()
+    const err = new Error(`the embedded database did not open: ${'message' in ready ? ready.message : ready.kind}`)
+    throw Object.assign(err, 'code' in ready && ready.code ? { code: ready.code } : {})
+  }
+  const pool = new pg.Pool({
+    host: socketDir,
+    port: SOCKET_PORT,
+    database: 'postgres',
+    user: 'postgres',
+    max: 1,
+    // kept open: a reconnect could find the server still letting go of the last connection
+    idleTimeoutMillis: 0,
+    types: pgTypes,
+  })
+  pool.on('error', () => {})
+  pool.on('connect', (client) => client.on('error', () => {}))
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const wrapped = wrap(db, 'pglite')
+  return {
+    ...wrapped,
+    socket: start.socket,
+    close: async () => {
+      try {
+        await wrapped.close()
+        worker.postMessage({ kind: 'close' })
+        await Promise.race([next(), exited])
+        await exited
+      } finally {
+        await cleanUp()
+      }
+    },
+    dump: async () => {
+      worker.postMessage({ kind: 'dump' })
+      const r = await next()
+      if (r.kind !== 'dump') throw new Error(`the embedded database answered ${r.kind} to a dump`)
+      return new Blob([r.data])
+    },
   }
 }
 
