@@ -6,14 +6,18 @@
 // unmatched-left, unmatched-right. Without carry_open_items nothing is carried. A stored column
 // that cannot take today's type fails the run clearly.
 
+import { randomUUID } from 'node:crypto'
 import { utimes, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
+import { sql } from 'kysely'
 import t, { type Test } from 'tap'
 import { testApp } from './helpers/app.js'
+import { waitForRun } from './helpers/runs.js'
 import {
   allExceptions,
   bankHeader,
+  bankRecipe,
   byKey,
   completedRun,
   invoiceHeader,
@@ -192,3 +196,77 @@ t.test("a stored column that cannot take today's type fails the run clearly", as
   t.equal(third.status, 'completed', JSON.stringify(third.error))
   t.match(byKey(await allExceptions(app, 'status=all')).T5, { resolution: 'matched_by_later_run' })
 })
+
+t.test("a recipe's full runs take turns, so two started together open each record once", async (t) => {
+  const { app, dataDir } = await testApp(t, { files: {} })
+  await drop(dataDir, day1)
+  await registerBankSources(app)
+  const recipeId = await saveRecipe(app)
+  const other = await saveRecipe(app, { ...bankRecipe, name: 'another' })
+  const start = async (body: Record<string, unknown>) => {
+    const res = await app.inject({ method: 'POST', url: '/api/runs', payload: body })
+    t.equal(res.statusCode, 202, res.body)
+    return res.json().id as string
+  }
+  // started in one burst, with two runs allowed at a time (RUN_CONCURRENCY's default)
+  const ids = await Promise.all([
+    start({ recipe_id: recipeId }),
+    start({ recipe_id: recipeId }),
+    start({ recipe_id: other }),
+    start({ recipe_id: recipeId, dry_run: true }),
+  ])
+  const [first, second, ofOther, dry] = await Promise.all(ids.map((id) => waitForRun(app, id)))
+  for (const run of [first, second, ofOther, dry]) t.equal(run.status, 'completed', JSON.stringify(run.error))
+  const [a, b] = Date.parse(first.started_at) <= Date.parse(second.started_at) ? [first, second] : [second, first]
+  t.ok(Date.parse(b.started_at) >= Date.parse(a.finished_at), 'the second full run started after the first finished')
+
+  // every record the two left open is one open exception of the recipe, seen by the later run
+  const open = await allExceptions(app, `recipe_id=${recipeId}`)
+  const keys = open.map((e) => `${e.side} ${e.record_key}`)
+  t.same(keys.length, new Set(keys).size, `no record opened twice: ${keys.sort().join(', ')}`)
+  t.same(keys.sort(), ['left T5', 'left T7', 'left T9', 'right I5'])
+  t.ok(
+    open.every((e) => e.run_id === a.id && e.last_run_id === b.id),
+    'opened by the first, seen still open by the second',
+  )
+  t.equal((await allExceptions(app, `recipe_id=${other}`)).length, 4, 'the other recipe has its own')
+})
+
+t.test(
+  "a full run waits while another instance's run of its recipe is running, and can be cancelled meanwhile",
+  async (t) => {
+    const { app, dataDir } = await testApp(t, { files: {} })
+    await drop(dataDir, day1)
+    await registerBankSources(app)
+    const recipeId = await saveRecipe(app)
+    const first = await completedRun(app, { recipe_id: recipeId })
+    // another instance, alive, running the recipe (a copy of the first run's row, as that instance's)
+    await sql`insert into instances (id) values ('elsewhere')`.execute(app.db)
+    const elsewhere = randomUUID()
+    await sql`
+    insert into runs (id, workspace_id, recipe_id, recipe_version, recipe, mode, engine, dry_run, params, status, progress, owner, started_at)
+    select ${elsewhere}, workspace_id, recipe_id, recipe_version, recipe, mode, engine, dry_run, params, 'running', progress, 'elsewhere', now()
+    from runs where id = ${first.id}
+  `.execute(app.db)
+    const start = async () => {
+      const res = await app.inject({ method: 'POST', url: '/api/runs', payload: { recipe_id: recipeId } })
+      t.equal(res.statusCode, 202, res.body)
+      return res.json().id as string
+    }
+    const status = async (id: string) => (await app.inject({ url: `/api/runs/${id}` })).json().status
+    const waiting = await start()
+    await new Promise((r) => setTimeout(r, 700))
+    t.equal(await status(waiting), 'queued', 'it waits, queued')
+    const cancelled = await app.inject({ method: 'POST', url: `/api/runs/${waiting}/cancel` })
+    t.match(cancelled.json(), { status: 'cancelled', error: { error: 'cancelled' } })
+
+    const next = await start()
+    await new Promise((r) => setTimeout(r, 400))
+    t.equal(await status(next), 'queued')
+    const freed = Date.now()
+    await sql`update runs set status = 'completed', finished_at = now() where id = ${elsewhere}`.execute(app.db)
+    const done = await waitForRun(app, next)
+    t.equal(done.status, 'completed', 'it runs once the other has finished')
+    t.ok(Date.parse(done.started_at) >= freed, 'started after the other finished')
+  },
+)

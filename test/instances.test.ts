@@ -275,3 +275,46 @@ t.test(
     t.equal(await b.exited, 0)
   },
 )
+
+t.test("one recipe's full runs on two instances take turns: each record is opened once", async (t) => {
+  const shared = await sharedDatabase(t)
+  if (!shared) return
+  const { url } = shared
+  const dataDir = t.testdir({})
+  // 40,000 a side, the last 30 of each without a counterpart: ~1 s a run
+  const rows = (prefix: string, other: string) =>
+    [
+      'id,ref,amount',
+      ...Array.from({ length: 40_000 }, (_, i) => `${prefix}${i},${i >= 39_970 ? other : 'R'}${i},${i % 1000}.25`),
+    ].join('\n')
+  await writeFile(join(dataDir, 'left.csv'), rows('L', 'X'))
+  await writeFile(join(dataDir, 'right.csv'), rows('M', 'Y'))
+  const a = await instance(t, dataDir, url.toString())
+  const b = await instance(t, dataDir, url.toString())
+  for (const alias of ['left', 'right'])
+    t.equal((await call(a.base, 'POST', '/api/sources', { alias, type: 'csv', path: `${alias}.csv` })).status, 201)
+  const saved = (await call(a.base, 'POST', '/api/recipes', recipe('left', 'right'))).body
+  const [onA, onB] = await Promise.all(
+    [a, b].map(async (x) => (await call(x.base, 'POST', '/api/runs', { recipe_id: saved.id })).body.id as string),
+  )
+  type Timed = Run & { started_at: string; finished_at: string }
+  const runs = [(await waitFor(a.base, onA, finished)) as Timed, (await waitFor(b.base, onB, finished)) as Timed]
+  t.same(
+    runs.map((r) => r.status),
+    ['completed', 'completed'],
+  )
+  const [first, second] = runs.sort((x, y) => Date.parse(x.started_at) - Date.parse(y.started_at))
+  t.ok(Date.parse(second.started_at) >= Date.parse(first.finished_at), 'the later run started after the first finished')
+  const open = (await call(a.base, 'GET', `/api/exceptions?recipe_id=${saved.id}&limit=200`)).body as unknown as {
+    items: { side: string; record_key: string; run_id: string; last_run_id: string | null }[]
+  }
+  const keys = open.items.map((e) => `${e.side} ${e.record_key}`)
+  t.equal(keys.length, 60, 'the 30 a side left open')
+  t.equal(new Set(keys).size, 60, 'each opened once')
+  t.ok(
+    open.items.every((e) => e.run_id === first.id && e.last_run_id === second.id),
+    'opened by the first, seen by the second',
+  )
+  for (const x of [a, b]) x.child.kill('SIGTERM')
+  t.same(await Promise.all([a.exited, b.exited]), [0, 0])
+})

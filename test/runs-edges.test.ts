@@ -1,6 +1,7 @@
 // Runs at their edges: a failed run keeps the progress it stopped at, a running run can be
-// deleted (it is cancelled, then its storage goes), and engine "postgres" is refused with the
-// reason when the sources are not tables of one PostgreSQL database.
+// deleted (it is cancelled, then its storage goes), runs started in a burst still run at most
+// RUN_CONCURRENCY at a time, and engine "postgres" is refused with the reason when the sources are
+// not tables of one PostgreSQL database.
 
 import { readdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -72,6 +73,25 @@ const pg = (conn: string, table = 't'): Source => ({
   config: { connection_string: conn, schema: 'public', table },
 })
 const onePass = (when: string) => ({ ...recipe, passes: [{ name: 'p', pattern: '1:1' as const, when }] })
+
+t.test('runs started in one burst run at most RUN_CONCURRENCY at a time', async (t) => {
+  const pair = Array.from({ length: 20_000 }, (_, i) => `K${i},${i},${i % 100}.50`)
+  const file = `id,ref,amount\n${pair.join('\n')}\n`
+  const { app } = await testApp(t, { files: { 'l.csv': file, 'r.csv': file }, env: { RUN_CONCURRENCY: '1' } })
+  await register(app, 'l', 'l.csv')
+  await register(app, 'r', 'r.csv')
+  const started = await Promise.all(
+    [1, 2, 3].map(() => app.inject({ method: 'POST', url: '/api/runs', payload: { recipe } })),
+  )
+  const runs = await Promise.all(started.map((res) => waitForRun(app, res.json().id)))
+  const spans = runs.map((r) => [Date.parse(r.started_at), Date.parse(r.finished_at)]).sort((a, b) => a[0] - b[0])
+  t.same(
+    runs.map((r) => r.status),
+    ['completed', 'completed', 'completed'],
+  )
+  for (let i = 1; i < spans.length; i++)
+    t.ok(spans[i][0] >= spans[i - 1][1], `run ${i + 1} started after run ${i} finished`)
+})
 
 t.test('pushdownProblem: one database or a reason', async (t) => {
   const a = 'postgresql://app:secret@db.internal:5432/ledger'

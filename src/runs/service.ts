@@ -67,6 +67,8 @@ export interface RunView {
   finished_at: string | null
 }
 
+/** How often a run waiting for another instance's run of its recipe looks again. */
+const RECIPE_TURN_POLL_MS = 250
 const FINISHED: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'interrupted'])
 
 /**
@@ -98,7 +100,15 @@ interface Active {
 export class RunsService {
   private readonly queue: string[] = []
   private readonly active = new Map<string, Active>()
+  /** Launched runs (from taking their turn until their row is final). */
   private readonly settled = new Map<string, Promise<void>>()
+  /**
+   * Queued or launched runs that take part in their recipe's open items (full, stored runs of a
+   * saved recipe): the recipe's id. They take turns, so each learns what the one before it left.
+   */
+  private readonly openItemsOf = new Map<string, string>()
+  /** Launched runs cancelled while they wait for their recipe's turn (`recipeTurn`). */
+  private readonly cancelWhileWaiting = new Map<string, Attribution>()
   private closing = false
   private readonly pool: WorkerPool
   /** CSV exports, encoded on export worker threads. */
@@ -370,6 +380,8 @@ export class RunsService {
     // the tables as they are now: a later load (another request, another session) does not change this run
     if (sample.left && sample.right) this.samples.set(id, { left: sample.left, right: sample.right })
     log.info({ run_id: id, recipe: applied.name, mode, engine }, 'run queued')
+    const recipeOfRun = retryOf ? retryOf.recipe_id : recipeId
+    if (mode === 'full' && !body.dry_run && recipeOfRun !== null) this.openItemsOf.set(id, recipeOfRun)
     this.queue.push(id)
     this.pump()
     return this.get(ws, id)
@@ -446,13 +458,30 @@ export class RunsService {
       )
   }
 
+  /**
+   * Launches queued runs while fewer than RUN_CONCURRENCY are launched (counted from launch, not
+   * from the worker's start: a run takes a few awaits to get there, and counting only those that
+   * had let a burst of requests all start at once). A full run of a recipe waits while another of
+   * the same recipe is launched: each reads the recipe's open items when it starts (the exceptions'
+   * `prepare` hook), and two at once would both open the records neither had seen as open items.
+   * Runs of other recipes pass it in the queue.
+   */
   private pump(): void {
-    while (!this.closing && this.active.size < this.config.runConcurrency && this.queue.length) {
-      const id = this.queue.shift()!
+    while (!this.closing && this.settled.size < this.config.runConcurrency) {
+      const busy = new Set<string>()
+      for (const id of this.settled.keys()) {
+        const recipe = this.openItemsOf.get(id)
+        if (recipe !== undefined) busy.add(recipe)
+      }
+      const at = this.queue.findIndex((id) => !busy.has(this.openItemsOf.get(id) ?? ''))
+      if (at < 0) return
+      const [id] = this.queue.splice(at, 1)
       const done = this.launch(id).catch((err) => this.log.error({ err, run_id: id }, 'run launch failed'))
       this.settled.set(id, done)
       void done.finally(() => {
         this.settled.delete(id)
+        this.openItemsOf.delete(id)
+        this.cancelWhileWaiting.delete(id)
         this.pump()
       })
     }
@@ -503,15 +532,20 @@ export class RunsService {
         })
       spec.sample = captured
     }
+    const recipeId = this.openItemsOf.get(id)
+    // a run in its recipe's open items is running from its turn on, before it reads them
+    if (recipeId !== undefined && !(await this.recipeTurn(id, recipeId))) return
     for (const prepare of this.hooks.prepare) await prepare(row, spec)
-    const mine = await this.db
-      .updateTable('runs')
-      .set({ status: 'running', started_at: new Date() })
-      .where('id', '=', id)
-      .where('owner', '=', this.instance)
-      .where('status', '=', 'queued')
-      .returning('id')
-      .executeTakeFirst()
+    const mine =
+      recipeId !== undefined ||
+      (await this.db
+        .updateTable('runs')
+        .set({ status: 'running', started_at: new Date() })
+        .where('id', '=', id)
+        .where('owner', '=', this.instance)
+        .where('status', '=', 'queued')
+        .returning('id')
+        .executeTakeFirst())
     if (!mine) return // taken over (interrupted) or cancelled meanwhile
     const pooled = this.pool.acquire()
     const { worker } = pooled
@@ -715,6 +749,57 @@ export class RunsService {
     })
   }
 
+  /**
+   * Waits until no other full run of the recipe is running, on any instance (this one's take
+   * turns in `pump`), then marks this one running, under a lock of the recipe's row so two
+   * instances cannot both pass; a run that finished has committed its exceptions with its status,
+   * so the open items this run reads next include them. False when the run is no longer this
+   * instance's to start (cancelled while it waited, taken over, or the service is stopping).
+   */
+  private async recipeTurn(id: string, recipeId: string): Promise<boolean> {
+    let told = false
+    for (;;) {
+      if (this.closing) return false
+      const cancelledBy = this.cancelWhileWaiting.get(id)
+      if (cancelledBy) {
+        await this.finish(
+          id,
+          'cancelled',
+          { error: { error: 'cancelled', message: 'the run was cancelled before it started' } },
+          undefined,
+          cancelledBy,
+        )
+        return false
+      }
+      const turn = await this.db.transaction().execute(async (tx) => {
+        await tx.selectFrom('recipes').select('id').where('id', '=', recipeId).forUpdate().execute()
+        const busy = await tx
+          .selectFrom('runs')
+          .select('id')
+          .where('recipe_id', '=', recipeId)
+          .where('status', '=', 'running')
+          .where('mode', '=', 'full')
+          .where('dry_run', '=', false)
+          .where('id', '<>', id)
+          .executeTakeFirst()
+        if (busy) return busy.id
+        const mine = await tx
+          .updateTable('runs')
+          .set({ status: 'running', started_at: new Date() })
+          .where('id', '=', id)
+          .where('owner', '=', this.instance)
+          .where('status', '=', 'queued')
+          .returning('id')
+          .executeTakeFirst()
+        return mine ? true : false
+      })
+      if (typeof turn === 'boolean') return turn
+      if (!told) this.log.info({ run_id: id, waits_for: turn }, 'run waits for the running run of its recipe')
+      told = true
+      await new Promise((r) => setTimeout(r, RECIPE_TURN_POLL_MS))
+    }
+  }
+
   async cancel(ws: string, id: string, by: Attribution = SYSTEM): Promise<RunView> {
     const row = await this.row(ws, id)
     if (FINISHED.has(row.status))
@@ -727,6 +812,7 @@ export class RunsService {
     const queued = this.queue.indexOf(id)
     if (queued >= 0) {
       this.queue.splice(queued, 1)
+      this.openItemsOf.delete(id)
       await this.finish(
         id,
         'cancelled',
@@ -740,7 +826,7 @@ export class RunsService {
         active.cancelled = true
         active.cancelledBy = by
         await active.worker.terminate()
-      }
+      } else if (this.settled.has(id)) this.cancelWhileWaiting.set(id, by) // perhaps waiting for its recipe's turn
       await this.settled.get(id)
     }
     this.log.info({ run_id: id }, 'run cancelled')
