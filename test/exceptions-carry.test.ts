@@ -268,5 +268,72 @@ t.test(
     const done = await waitForRun(app, next)
     t.equal(done.status, 'completed', 'it runs once the other has finished')
     t.ok(Date.parse(done.started_at) >= freed, 'started after the other finished')
+
+    // a row of this instance's own left 'running' (its outcome could not be recorded) is no run to wait for
+    const own = await app.db
+      .selectFrom('instances')
+      .select('id')
+      .where('id', '<>', 'elsewhere')
+      .executeTakeFirstOrThrow()
+    await sql`
+      insert into runs (id, workspace_id, recipe_id, recipe_version, recipe, mode, engine, dry_run, params, status, progress, owner, started_at)
+      select ${randomUUID()}, workspace_id, recipe_id, recipe_version, recipe, mode, engine, dry_run, params, 'running', progress, ${own.id}, now()
+      from runs where id = ${first.id}
+    `.execute(app.db)
+    t.equal((await waitForRun(app, await start())).status, 'completed', 'not held by a stale row of its own')
   },
 )
+
+t.test('deleting the run that closed earlier exceptions leaves them closed, as rows', async (t) => {
+  const { app, dataDir, recipeId } = await setup(t)
+  const first = await completedRun(app, { recipe_id: recipeId, carry_open_items: true })
+  const before = byKey(await allExceptions(app))
+  await drop(dataDir, day2)
+  const second = await completedRun(app, { recipe_id: recipeId, carry_open_items: true })
+  t.equal(second.status, 'completed', JSON.stringify(second.error))
+  const all = Object.values(byKey(await allExceptions(app, 'status=all')))
+  const closedBySecond = all.filter((x) => x.resolution_detail?.run_id === second.id)
+  t.same(closedBySecond.map((x) => x.record_key).sort(), ['T5', 'T7', 'T9'], 'the second run closed three')
+  t.equal(
+    await app.db
+      .selectFrom('exceptions')
+      .select('id')
+      .execute()
+      .then((r) => r.length),
+    0,
+    'no rows yet',
+  )
+
+  const res = await app.inject({ method: 'DELETE', url: `/api/runs/${second.id}` })
+  t.equal(res.statusCode, 204, res.body)
+  const after = byKey(await allExceptions(app, 'status=all'))
+  for (const x of closedBySecond)
+    t.match(
+      after[x.record_key],
+      {
+        id: before[x.record_key].id,
+        run_id: first.id,
+        status: 'resolved',
+        resolution: 'matched_by_later_run',
+        resolution_detail: { run_id: second.id },
+        version: x.version,
+      },
+      `${x.record_key} stays as the deleted run left it`,
+    )
+  t.same(
+    Object.keys(after).sort(),
+    Object.keys(before).sort(),
+    "the first run's exceptions are all there; the deleted run's own went with it",
+  )
+  t.same(
+    (await allExceptions(app)).map((x) => x.record_key),
+    ['I5'],
+    'open: what the first run opened and the second did not close',
+  )
+  const rows = await app.db.selectFrom('exceptions').select('id').execute()
+  t.same(
+    rows.map((r) => Number(r.id)).sort((a, b) => a - b),
+    closedBySecond.map((x) => x.id).sort((a, b) => a - b),
+    'the closed ones are rows now',
+  )
+})

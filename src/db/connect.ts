@@ -3,8 +3,9 @@
 
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { once } from 'node:events'
+import type { Worker } from 'node:worker_threads'
 import { PGlite } from '@electric-sql/pglite'
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely'
 import { Migrator } from 'kysely/migration'
@@ -20,6 +21,8 @@ export interface ServiceDatabase {
   kind: 'pglite' | 'postgres'
   /** The Unix socket an embedded database on its own thread is served on. */
   socket?: string
+  /** That thread (for diagnostics and tests). */
+  thread?: Worker
   /** The embedded database's files as a tarball (PGlite only), for `pgliteDump`. */
   dump?(): Promise<Blob>
   /** True when a trivial query answers. */
@@ -38,11 +41,13 @@ export interface DatabaseOptions {
    */
   pgliteDump?: Blob
   /**
-   * Run the embedded database on its own thread (embedded-worker.ts) and talk to it over the wire
-   * protocol. The default for a database in a folder (the service, the CLI); a 'memory://' one
-   * (tests, `concord reconcile`'s throwaway) stays on the calling thread unless this says so.
+   * Run an embedded database in a folder on its own thread (embedded-worker.ts) and talk to it
+   * over the wire protocol: the default (false keeps it on the calling thread). A 'memory://' one
+   * (tests, `concord reconcile`'s throwaway) is always on the calling thread.
    */
   ownThread?: boolean
+  /** Told when an embedded database's own thread stops unasked (its statements then fail). */
+  onFailure?: (err: Error) => void
 }
 
 // pg parses int8 into strings and dates into local-midnight Dates: keep counts numbers (like
@@ -83,7 +88,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<ServiceDataba
   if (!inMemory) await mkdir(dir, { recursive: true })
   // taken before PGlite opens the files: a second process is refused before touching them
   const lock = inMemory ? null : lockEmbedded(dir)
-  if (opts.ownThread ?? !inMemory) return openOnOwnThread(dir, lock, opts.pgliteDump)
+  if (!inMemory && (opts.ownThread ?? true))
+    return openOnOwnThread(resolve(dir), lock, opts.pgliteDump, opts.onFailure ?? (() => {}))
   let pglite: PGlite
   try {
     pglite = await PGlite.create(dir, {
@@ -110,28 +116,49 @@ export async function openDatabase(opts: DatabaseOptions): Promise<ServiceDataba
 }
 
 /**
- * The embedded database on a thread of its own, served over a Unix socket beside its folder
- * (`db.sock/`, like `db.lock`; under the temporary folder when that path is too long for a
- * socket), through one pooled connection: PGlite is a single session, so statements (and a
- * transaction's statements) take turns exactly as they do on the calling thread.
+ * The embedded database on a thread of its own, served over a Unix socket in a private folder
+ * under the temporary folder (a data folder may be too deep for a socket's path, or on a file
+ * system without sockets), through one pooled connection: PGlite is a single session, so
+ * statements (and a transaction's statements) take turns exactly as they do on the calling thread.
  */
-async function openOnOwnThread(dir: string, lock: DatabaseLock | null, dump?: Blob): Promise<ServiceDatabase> {
-  // the lock is ours, so a socket folder left by a process that died is ours to replace
-  let socketDir = `${dir}.sock`
-  if (join(socketDir, SOCKET).length > 100) socketDir = await mkdtemp(join(tmpdir(), 'concord-db-'))
-  else {
-    await rm(socketDir, { recursive: true, force: true })
-    await mkdir(socketDir, { mode: 0o700 })
+async function openOnOwnThread(
+  dir: string,
+  lock: DatabaseLock | null,
+  dump: Blob | undefined,
+  onFailure: (err: Error) => void,
+): Promise<ServiceDatabase> {
+  let socketDir: string
+  try {
+    socketDir = await mkdtemp(join(tmpdir(), 'concord-db-'))
+  } catch (err) {
+    lock?.release()
+    throw err
   }
-  const worker = moduleWorker('embedded-worker', import.meta.url)
+  const cleanUp = async () => {
+    await rm(socketDir, { recursive: true, force: true })
+    lock?.release()
+  }
+  let worker: Worker
+  try {
+    worker = moduleWorker('embedded-worker', import.meta.url)
+  } catch (err) {
+    await cleanUp()
+    throw err
+  }
   const replies: EmbeddedReply[] = []
   const waiting: ((r: EmbeddedReply) => void)[] = []
   worker.on('message', (r: EmbeddedReply) => (waiting.length ? waiting.shift()!(r) : replies.push(r)))
-  // a thread that fails stops answering: statements then fail as with a server that went away
-  // (503 database_unavailable, /ready false), and the error is kept to say why
   let failure: Error | null = null
+  let closing = false
   worker.on('error', (err) => (failure = err))
   const exited = once(worker, 'exit')
+  // a thread that stops unasked leaves the service without its database: the owner hears why,
+  // and every statement from then on fails as with a server gone (503 database_unavailable)
+  void exited.then(([code]) => {
+    if (closing) return
+    failure ??= new Error(`the embedded database thread exited with code ${code}`)
+    onFailure(failure)
+  })
   const next = () =>
     new Promise<EmbeddedReply>((resolve, reject) => {
       if (replies.length) return resolve(replies.shift()!)
@@ -141,20 +168,19 @@ async function openOnOwnThread(dir: string, lock: DatabaseLock | null, dump?: Bl
         reject,
       )
     })
-  const cleanUp = async () => {
-    await rm(socketDir, { recursive: true, force: true })
-    lock?.release()
-  }
   const data = dump ? await dump.arrayBuffer() : undefined
   const start: EmbeddedStart = { dir, socket: join(socketDir, SOCKET), dump: data }
   worker.postMessage(start, data ? [data] : [])
   const ready = await next().catch((err: Error) => ({ kind: 'failed' as const, message: err.message }))
   if (ready.kind !== 'ready') {
+    closing = true
     await worker.terminate()
     await cleanUp()
     const err = new Error(`the embedded database did not open: ${'message' in ready ? ready.message : ready.kind}`)
     throw Object.assign(err, 'code' in ready && ready.code ? { code: ready.code } : {})
   }
+  // like a connection to a server: the process may end while the database is idle and unclosed
+  worker.unref()
   const pool = new pg.Pool({
     host: socketDir,
     port: SOCKET_PORT,
@@ -163,18 +189,35 @@ async function openOnOwnThread(dir: string, lock: DatabaseLock | null, dump?: Bl
     max: 1,
     // kept open: a reconnect could find the server still letting go of the last connection
     idleTimeoutMillis: 0,
+    allowExitOnIdle: true,
+    // bounded as a server's: a statement that never answers fails instead of holding every other
+    connectionTimeoutMillis: 5000,
+    query_timeout: 120_000,
     types: pgTypes,
   })
   pool.on('error', () => {})
   pool.on('connect', (client) => client.on('error', () => {}))
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const gone = () =>
+    Object.assign(new Error(`the embedded database stopped: ${failure?.message ?? 'closed'}`), { code: '57P01' })
+  const guarded = {
+    connect: async () => {
+      if (failure) throw gone()
+      return pool.connect()
+    },
+    end: () => pool.end(),
+    options: pool.options,
+  }
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: guarded }) })
   const wrapped = wrap(db, 'pglite')
   return {
     ...wrapped,
     socket: start.socket,
+    thread: worker,
     close: async () => {
+      closing = true
       try {
         await wrapped.close()
+        worker.ref() // awaited: an answer from an unreferenced thread would not keep the process up
         worker.postMessage({ kind: 'close' })
         await Promise.race([next(), exited])
         await exited
@@ -183,9 +226,11 @@ async function openOnOwnThread(dir: string, lock: DatabaseLock | null, dump?: Bl
       }
     },
     dump: async () => {
+      worker.ref()
       worker.postMessage({ kind: 'dump' })
-      const r = await next()
-      if (r.kind !== 'dump') throw new Error(`the embedded database answered ${r.kind} to a dump`)
+      const r = await next().finally(() => worker.unref())
+      if (r.kind !== 'dump')
+        throw new Error(`the embedded database could not dump itself: ${'message' in r ? r.message : r.kind}`)
       return new Blob([r.data])
     },
   }
@@ -246,7 +291,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined
   if (!e) return false
   if (e.code && (CONNECTION_CODES.has(e.code) || e.code.startsWith('08'))) return true
-  return /Connection terminated|timeout exceeded when trying to connect|not queryable|Query read timeout/i.test(
+  // a socket's path (`.s.PGSQL.`): the embedded database's thread is gone (ENOENT, ECONNREFUSED)
+  return /Connection terminated|timeout exceeded when trying to connect|not queryable|Query read timeout|\.s\.PGSQL\./i.test(
     e.message ?? '',
   )
 }

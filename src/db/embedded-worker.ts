@@ -43,14 +43,20 @@ port.once('message', async (start: EmbeddedStart) => {
   }
   reply({ kind: 'ready' })
   port.on('message', async (message: { kind: 'dump' | 'close' }) => {
-    if (message.kind === 'dump') {
-      const data = await ((await pglite.dumpDataDir('none')) as Blob).arrayBuffer()
-      reply({ kind: 'dump', data }, [data])
-    } else {
-      await server.stop()
-      await pglite.close()
-      reply({ kind: 'closed' })
-      port.close()
+    // a failure is answered, not thrown: thrown here it would end the thread and the database
+    try {
+      if (message.kind === 'dump') {
+        const data = await ((await pglite.dumpDataDir('none')) as Blob).arrayBuffer()
+        reply({ kind: 'dump', data }, [data])
+      } else {
+        await server.stop()
+        await pglite.close()
+        reply({ kind: 'closed' })
+        port.close()
+      }
+    } catch (err) {
+      const e = err as { message?: string; code?: string }
+      reply({ kind: 'failed', message: e.message ?? String(err), code: e.code })
     }
   })
 })

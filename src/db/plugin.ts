@@ -21,7 +21,16 @@ export default fp<DbPluginOptions>(
   async (app, opts) => {
     const owned = !opts.database
     const database =
-      opts.database ?? (await openDatabase({ url: app.config.databaseUrl, pgliteDir: embeddedDir(app.config.dataDir) }))
+      opts.database ??
+      (await openDatabase({
+        url: app.config.databaseUrl,
+        pgliteDir: embeddedDir(app.config.dataDir),
+        onFailure: (err) =>
+          app.log.fatal(
+            { err },
+            'the embedded database stopped: requests that need it fail until the service restarts',
+          ),
+      }))
     await migrateToLatest(database.db)
     app.decorate('database', database)
     app.decorate('db', database.db)

@@ -45,6 +45,8 @@ export async function materializedAmong(
   return found
 }
 
+const INSERT_ROWS = 1_000
+
 export async function materialize(
   trx: Transaction<Database>,
   sets: ExceptionSets,
@@ -83,11 +85,13 @@ export async function materialize(
   if (!rows.length) return
   try {
     // the same exception materialized by a concurrent action: its row stands
-    await trx
-      .insertInto('exceptions')
-      .values(rows)
-      .onConflict((oc) => oc.column('id').doNothing())
-      .execute()
+    // a statement's parameters are at most 65,535: ~25 a row
+    for (let at = 0; at < rows.length; at += INSERT_ROWS)
+      await trx
+        .insertInto('exceptions')
+        .values(rows.slice(at, at + INSERT_ROWS))
+        .onConflict((oc) => oc.column('id').doNothing())
+        .execute()
   } catch (err) {
     // another open exception of the recipe holds the same record (two runs of the recipe opened it
     // at once): refused clearly rather than hidden

@@ -22,6 +22,7 @@ import * as actions from './actions.js'
 import type { CarrySource, ExceptionBatch, ExceptionJob, OpenItems } from './batch.js'
 import { runChanges, writeBatch } from './bulk.js'
 import { ExceptionSets } from './sets.js'
+import { materialize } from './materialize.js'
 import { REASONS } from './classify.js'
 import { addDecimal, decimalText, type ExactDecimal, exactDecimal, ZERO } from '../language/decimal.js'
 import { type Actor, type ExceptionChange, type OnChange, recordChanges } from './changes.js'
@@ -85,11 +86,24 @@ export class ExceptionsService {
   /** Joins the runs' life: what a job needs to make exceptions, and writing them when it completes. */
   attach(): void {
     this.runs.hooks.prepare.push((row, spec) => this.prepare(row, spec))
+    this.runs.hooks.removing.push((trx, run) => this.keepClosed(trx, run))
     this.runs.hooks.removed.push(() => this.sets.invalidate())
     this.runs.hooks.finished.push(async (trx, run, outcome) => {
       if (outcome.status !== 'completed' || !outcome.extra) return
       await this.createForRun(trx, run, outcome.extra as ExceptionBatch)
     })
+  }
+
+  /**
+   * A run about to be deleted keeps what it closed: the earlier runs' file exceptions its overlay
+   * closed become rows, resolved as it left them (`matched_by_later_run`), as the rows it closed
+   * stay. Dropped with its overlay they would open again, beside any open exception a later run
+   * made for the same record since.
+   */
+  private async keepClosed(trx: Transaction<Database>, run: RunRow): Promise<void> {
+    const file = await this.sets.of(run.workspace_id, trx)
+    const ids = file.closedByRun(run.id)
+    if (ids.length) await materialize(trx, this.sets, run.workspace_id, ids)
   }
 
   /** A full, stored run learns its recipe's open items (to close, carry or not duplicate). */

@@ -313,6 +313,18 @@ export class WorkspaceSets {
     }
   }
 
+  /** Exceptions in other runs' files that a run's overlay closed and that are not rows. */
+  closedByRun(runId: string): number[] {
+    const k = this.sets.findIndex((s) => s.info.run_id === runId)
+    if (k < 0) return []
+    const ids: number[] = []
+    for (const id of this.sets[k].overlay.closed.ids) {
+      const g = this.locate(id)
+      if (g >= 0 && this.closedBy[g] === k && this.materialized[g] === 0) ids.push(id)
+    }
+    return ids
+  }
+
   /** Exceptions in files that a run's match closed (unmatching it reopens them), and its ambiguous group's. */
   touchedByMatch(runId: string, matchId: string): number[] {
     const ids: number[] = []

@@ -177,7 +177,13 @@ class SourceBinder {
     // imported here: a run on files never loads PGlite, pg or the migrations
     const { embeddedDir, migrateToLatest, openDatabase } = await import('../db/connect.js')
     const database = await openDatabase({ url: this.config.databaseUrl, pgliteDir: embeddedDir(this.config.dataDir) })
-    await migrateToLatest(database.db)
+    try {
+      await migrateToLatest(database.db)
+    } catch (err) {
+      // close() sees only a failed open: the database is closed here, or the process would wait on it
+      await database.close()
+      throw err
+    }
     const ws = await database.db
       .selectFrom('workspaces')
       .select('id')

@@ -73,7 +73,7 @@ const FINISHED: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancel
 
 /**
  * What other services add to a run's life (exceptions, src/exceptions/service.ts): `prepare`
- * completes a job's spec before it runs; `removed` hears of a deleted run; `finished` runs in the
+ * completes a job's spec before it runs; `removing` and `removed` hear of a deleted run; `finished` runs in the
  * transaction that records a run's outcome, with whatever the worker sent beside the summary (`extra`). A `finished` hook
  * that throws rolls the outcome back: a completed run then becomes failed, its files removed.
  */
@@ -84,6 +84,8 @@ export interface RunHooks {
     run: RunRow,
     outcome: { status: RunStatus; summary?: RunSummary; extra?: unknown },
   ) => Promise<void>)[]
+  /** In the transaction that deletes a run's row, before the delete. */
+  removing: ((trx: Transaction<Database>, run: RunRow) => Promise<void>)[]
   /** After a run's row (and what cascades from it) was deleted. */
   removed: ((runId: string) => void)[]
 }
@@ -118,7 +120,7 @@ export class RunsService {
   private heartbeat: NodeJS.Timeout | undefined
   /** A queued sample run's scoped tables, captured when it was started. */
   private readonly samples = new Map<string, { left: Table; right: Table }>()
-  readonly hooks: RunHooks = { prepare: [], finished: [], removed: [] }
+  readonly hooks: RunHooks = { prepare: [], finished: [], removing: [], removed: [] }
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -547,6 +549,8 @@ export class RunsService {
         .returning('id')
         .executeTakeFirst())
     if (!mine) return // taken over (interrupted) or cancelled meanwhile
+    // with nothing to stop it, no await between here and `active` (where a cancel finds the worker)
+    if ((this.closing || this.cancelWhileWaiting.has(id)) && (await this.stoppedBeforeStart(id))) return
     const pooled = this.pool.acquire()
     const { worker } = pooled
     const active: Active = {
@@ -759,18 +763,7 @@ export class RunsService {
   private async recipeTurn(id: string, recipeId: string): Promise<boolean> {
     let told = false
     for (;;) {
-      if (this.closing) return false
-      const cancelledBy = this.cancelWhileWaiting.get(id)
-      if (cancelledBy) {
-        await this.finish(
-          id,
-          'cancelled',
-          { error: { error: 'cancelled', message: 'the run was cancelled before it started' } },
-          undefined,
-          cancelledBy,
-        )
-        return false
-      }
+      if (await this.stoppedBeforeStart(id)) return false
       const turn = await this.db.transaction().execute(async (tx) => {
         await tx.selectFrom('recipes').select('id').where('id', '=', recipeId).forUpdate().execute()
         const busy = await tx
@@ -781,6 +774,9 @@ export class RunsService {
           .where('mode', '=', 'full')
           .where('dry_run', '=', false)
           .where('id', '<>', id)
+          // this instance's are launched one per recipe (pump): one of its own still 'running'
+          // is a row whose outcome could not be recorded, not a run to wait for
+          .where('owner', '<>', this.instance)
           .executeTakeFirst()
         if (busy) return busy.id
         const mine = await tx
@@ -798,6 +794,31 @@ export class RunsService {
       told = true
       await new Promise((r) => setTimeout(r, RECIPE_TURN_POLL_MS))
     }
+  }
+
+  /**
+   * A launched run whose worker has not started yet ends here when it was cancelled meanwhile
+   * (`cancel` could not stop a worker it does not have) or the service is stopping: true when so.
+   */
+  private async stoppedBeforeStart(id: string): Promise<boolean> {
+    const cancelledBy = this.cancelWhileWaiting.get(id)
+    if (cancelledBy) {
+      await this.finish(
+        id,
+        'cancelled',
+        { error: { error: 'cancelled', message: 'the run was cancelled before it started' } },
+        undefined,
+        cancelledBy,
+      )
+      return true
+    }
+    if (this.closing) {
+      await this.finish(id, 'interrupted', {
+        error: { error: 'interrupted', message: 'the service stopped before the run started' },
+      })
+      return true
+    }
+    return false
   }
 
   async cancel(ws: string, id: string, by: Attribution = SYSTEM): Promise<RunView> {
@@ -837,6 +858,7 @@ export class RunsService {
     const row = await this.row(ws, id)
     if (!FINISHED.has(row.status)) await this.cancel(ws, id, by)
     await this.db.transaction().execute(async (tx) => {
+      for (const removing of this.hooks.removing) await removing(tx, row)
       const deleted = await tx.deleteFrom('runs').where('id', '=', id).returningAll().executeTakeFirst()
       if (deleted) await runChanged(tx, this.observers, 'run.deleted', deleted, undefined, by)
     })
