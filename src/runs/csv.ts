@@ -12,7 +12,7 @@
 import { type Data, DataType, type Field, makeVector, type RecordBatch, type Schema, type Vector } from 'apache-arrow'
 import { describeUnmatched, matchWeights, type MatchWeights, type PassInfo } from '../engine/explain/evidence.js'
 import { isStringView } from '../engine/data/arrow.js'
-import { formatDate, formatTimestamp } from '../engine/data/values.js'
+import { civilDate, formatDate, formatTimestamp } from '../engine/data/values.js'
 import type { ResultSet } from './results.js'
 
 const QUOTE = 0x22
@@ -284,23 +284,14 @@ class Sink {
 
   /** Days since the epoch as YYYY-MM-DD (years 0-9999; others as formatDate writes them). */
   date(days: number): void {
-    // civil_from_days (H. Hinnant), proleptic Gregorian
-    const z = days + 719468
-    const era = Math.floor(z / 146097)
-    const doe = z - era * 146097
-    const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365)
-    const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100))
-    const mp = Math.floor((5 * doy + 2) / 153)
-    const d = doy - Math.floor((153 * mp + 2) / 5) + 1
-    const m = mp < 10 ? mp + 3 : mp - 9
-    const y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-    if (y < 0 || y > 9999) return this.text(formatDate(days))
+    const ymd = civilDate(days)
+    if (ymd < 0) return this.text(formatDate(days))
     this.ensure(10)
-    this.digits(y, 4)
+    this.digits(Math.floor(ymd / 10000), 4)
     this.buf[this.at++] = 0x2d
-    this.digits(m, 2)
+    this.digits(Math.floor(ymd / 100) % 100, 2)
     this.buf[this.at++] = 0x2d
-    this.digits(d, 2)
+    this.digits(ymd % 100, 2)
   }
 }
 

@@ -538,16 +538,7 @@ export class RunsService {
     // a run in its recipe's open items is running from its turn on, before it reads them
     if (recipeId !== undefined && !(await this.recipeTurn(id, recipeId))) return
     for (const prepare of this.hooks.prepare) await prepare(row, spec)
-    const mine =
-      recipeId !== undefined ||
-      (await this.db
-        .updateTable('runs')
-        .set({ status: 'running', started_at: new Date() })
-        .where('id', '=', id)
-        .where('owner', '=', this.instance)
-        .where('status', '=', 'queued')
-        .returning('id')
-        .executeTakeFirst())
+    const mine = recipeId !== undefined || (await this.markRunning(this.db, id))
     if (!mine) return // taken over (interrupted) or cancelled meanwhile
     // with nothing to stop it, no await between here and `active` (where a cancel finds the worker)
     if ((this.closing || this.cancelWhileWaiting.has(id)) && (await this.stoppedBeforeStart(id))) return
@@ -778,22 +769,26 @@ export class RunsService {
           // is a row whose outcome could not be recorded, not a run to wait for
           .where('owner', '<>', this.instance)
           .executeTakeFirst()
-        if (busy) return busy.id
-        const mine = await tx
-          .updateTable('runs')
-          .set({ status: 'running', started_at: new Date() })
-          .where('id', '=', id)
-          .where('owner', '=', this.instance)
-          .where('status', '=', 'queued')
-          .returning('id')
-          .executeTakeFirst()
-        return mine ? true : false
+        return busy ? busy.id : this.markRunning(tx, id)
       })
       if (typeof turn === 'boolean') return turn
       if (!told) this.log.info({ run_id: id, waits_for: turn }, 'run waits for the running run of its recipe')
       told = true
       await new Promise((r) => setTimeout(r, RECIPE_TURN_POLL_MS))
     }
+  }
+
+  /** Its row turns `running`: false when it is no longer this instance's queued run (taken over, cancelled). */
+  private async markRunning(db: Kysely<Database>, id: string): Promise<boolean> {
+    const mine = await db
+      .updateTable('runs')
+      .set({ status: 'running', started_at: new Date() })
+      .where('id', '=', id)
+      .where('owner', '=', this.instance)
+      .where('status', '=', 'queued')
+      .returning('id')
+      .executeTakeFirst()
+    return mine !== undefined
   }
 
   /**

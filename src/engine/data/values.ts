@@ -64,10 +64,14 @@ export function parseDateOrTimestamp(s: string): number | null {
   return d !== null ? d * DAY_MS : parseTimestamp(s)
 }
 
-export function formatDate(days: number): string {
-  // Hinnant's civil_from_days in integers: this runs for every date a page or an export writes,
-  // where a Date and its ISO string cost several times as much. Other years, fractions and NaN
-  // go through Date, whose text (and RangeError) they get.
+/**
+ * A day number's calendar date as y * 10000 + m * 100 + d, in integers (Hinnant's
+ * civil_from_days, proleptic Gregorian): lists and exports write every date through it, where a
+ * Date and its ISO string cost several times as much. -1 outside the years 0-9999, and for a
+ * fraction or NaN.
+ */
+export function civilDate(days: number): number {
+  if (!Number.isInteger(days)) return -1
   const z = days + 719468
   const era = Math.floor(z / 146097)
   const doe = z - era * 146097
@@ -77,7 +81,17 @@ export function formatDate(days: number): string {
   const d = doy - Math.floor((153 * mp + 2) / 5) + 1
   const m = mp < 10 ? mp + 3 : mp - 9
   const y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-  if (!Number.isInteger(days) || y < 0 || y > 9999) return new Date(days * DAY_MS).toISOString().slice(0, 10)
+  return y < 0 || y > 9999 ? -1 : y * 10000 + m * 100 + d
+}
+
+/** YYYY-MM-DD; other years, fractions and NaN as Date writes them (and its RangeError). */
+export function formatDate(days: number): string {
+  const ymd = civilDate(days)
+  if (ymd < 0) return new Date(days * DAY_MS).toISOString().slice(0, 10)
+  const y = Math.floor(ymd / 10000)
+  const md = ymd % 10000
+  const m = Math.floor(md / 100)
+  const d = md % 100
   return `${y < 1000 ? String(y).padStart(4, '0') : y}-${m < 10 ? '0' : ''}${m}-${d < 10 ? '0' : ''}${d}`
 }
 
