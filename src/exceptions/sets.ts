@@ -313,9 +313,14 @@ export class WorkspaceSets {
     }
   }
 
+  /** The set a run recorded (one at most: a set's key is its run), or -1. */
+  private setOfRun(runId: string): number {
+    return this.sets.findIndex((s) => s.info.run_id === runId)
+  }
+
   /** Exceptions in other runs' files that a run's overlay closed and that are not rows. */
   closedByRun(runId: string): number[] {
-    const k = this.sets.findIndex((s) => s.info.run_id === runId)
+    const k = this.setOfRun(runId)
     if (k < 0) return []
     const ids: number[] = []
     for (const id of this.sets[k].overlay.closed.ids) {
@@ -362,7 +367,7 @@ export class WorkspaceSets {
    */
   tally(runId: string, withSeen: boolean, groups: number, group: (g: number, ageDays: number) => number): Tally[] {
     const out: Tally[] = Array.from({ length: groups }, () => ({ count: 0, open: 0, amount: ZERO }))
-    const own = this.sets.findIndex((s) => s.info.run_id === runId)
+    const own = this.setOfRun(runId)
     if (own < 0) return out
     const units = new Float64Array(groups)
     let scale = 0

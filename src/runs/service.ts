@@ -797,23 +797,19 @@ export class RunsService {
    */
   private async stoppedBeforeStart(id: string): Promise<boolean> {
     const cancelledBy = this.cancelWhileWaiting.get(id)
-    if (cancelledBy) {
-      await this.finish(
-        id,
-        'cancelled',
-        { error: { error: 'cancelled', message: 'the run was cancelled before it started' } },
-        undefined,
-        cancelledBy,
-      )
-      return true
-    }
-    if (this.closing) {
-      await this.finish(id, 'interrupted', {
-        error: { error: 'interrupted', message: 'the service stopped before the run started' },
-      })
-      return true
-    }
-    return false
+    if (cancelledBy) await this.finishUnstarted(id, 'cancelled', cancelledBy)
+    else if (this.closing) await this.finishUnstarted(id, 'interrupted')
+    else return false
+    return true
+  }
+
+  /** A run that never got a worker: cancelled (by whom), or interrupted by the service stopping. */
+  private finishUnstarted(id: string, how: 'cancelled' | 'interrupted', by: Attribution = SYSTEM): Promise<void> {
+    const error =
+      how === 'cancelled'
+        ? { error: 'cancelled', message: 'the run was cancelled before it started' }
+        : { error: 'interrupted', message: 'the service stopped before the run started' }
+    return this.finish(id, how, { error }, undefined, by)
   }
 
   async cancel(ws: string, id: string, by: Attribution = SYSTEM): Promise<RunView> {
@@ -829,13 +825,7 @@ export class RunsService {
     if (queued >= 0) {
       this.queue.splice(queued, 1)
       this.openItemsOf.delete(id)
-      await this.finish(
-        id,
-        'cancelled',
-        { error: { error: 'cancelled', message: 'the run was cancelled before it started' } },
-        undefined,
-        by,
-      )
+      await this.finishUnstarted(id, 'cancelled', by)
     } else {
       const active = this.active.get(id)
       if (active) {
@@ -910,10 +900,7 @@ export class RunsService {
   /** Stops the workers on shutdown; their runs become `interrupted`. */
   async close(): Promise<void> {
     this.closing = true
-    for (const id of this.queue.splice(0))
-      await this.finish(id, 'interrupted', {
-        error: { error: 'interrupted', message: 'the service stopped before the run started' },
-      }).catch(() => {})
+    for (const id of this.queue.splice(0)) await this.finishUnstarted(id, 'interrupted').catch(() => {})
     for (const active of this.active.values()) await active.worker.terminate()
     await Promise.all(this.settled.values())
     await this.pool.close()
