@@ -38,18 +38,37 @@ export interface KeyView {
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString())
 
+/** A key's last use is written at most this often (a write on every request cost more than the request). */
+const USE_RECORDED_EVERY_MS = 60_000
+/** At most this many valid keys are remembered (sole writer); past it the memory starts again. */
+const REMEMBERED_KEYS = 10_000
+
 export class KeysService {
   private readonly bootstrapHash?: string
   /** Open mode as decided at start-up; it may end (the first key), never begin, while running. */
   private openMode = false
   /** Whether the service started in open mode (no key at all). */
   openAtStart = false
+  /** Valid keys by hash, remembered only by the database's sole writer (see `sole`). */
+  private readonly valid = new Map<string, Principal>()
+  /** Revokes under way, and revokes ended: a lookup that overlaps one is not remembered. */
+  private revoking = 0
+  private revocations = 0
+  /** When this process last wrote each key's last_used_at. */
+  private readonly usedAt = new Map<string, number>()
 
   constructor(
     private readonly db: Kysely<Database>,
     bootstrapKey?: string,
     /** Key and workspace changes are appended to the audit trail with the change. */
     private readonly audit?: AuditService,
+    /**
+     * This process is the database's only writer (the embedded one: a second process is refused
+     * its files), so every key is created and revoked here: a valid key is remembered until a
+     * revoke, and open mode ends when this process creates the first key, where otherwise every
+     * request asked the database (two statements per request on a single-connection database).
+     */
+    private readonly sole = false,
   ) {
     this.bootstrapHash = bootstrapKey ? hashKey(bootstrapKey) : undefined
   }
@@ -79,8 +98,9 @@ export class KeysService {
   /** Whether a request without a key is served (as an admin of the default workspace). */
   async openNow(): Promise<boolean> {
     if (!this.openMode) return false
-    // the first key created ends open mode for good, even if it is revoked later
-    if (!(await this.open())) this.openMode = false
+    // the first key created ends open mode for good, even if it is revoked later (as the sole
+    // writer, `create` below ends it; another instance may create one at any time)
+    if (!this.sole && !(await this.open())) this.openMode = false
     return this.openMode
   }
 
@@ -88,15 +108,36 @@ export class KeysService {
     const hash = hashKey(key)
     if (this.bootstrapHash && hash === this.bootstrapHash)
       return { workspace: 'default', role: 'admin', keyId: null, root: true }
-    const row = await this.db
-      .selectFrom('api_keys')
-      .select(['id', 'workspace_id', 'role'])
-      .where('key_hash', '=', hash)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst()
-    if (!row) return null
-    await this.db.updateTable('api_keys').set({ last_used_at: new Date() }).where('id', '=', row.id).execute()
-    return { workspace: row.workspace_id, role: row.role, keyId: row.id, root: false }
+    let principal = this.valid.get(hash)
+    if (!principal) {
+      const revocations = this.revoking ? -1 : this.revocations
+      const row = await this.db
+        .selectFrom('api_keys')
+        .select(['id', 'workspace_id', 'role'])
+        .where('key_hash', '=', hash)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst()
+      if (!row) return null
+      principal = { workspace: row.workspace_id, role: row.role, keyId: row.id, root: false }
+      if (this.sole && revocations === this.revocations) {
+        if (this.valid.size >= REMEMBERED_KEYS) this.valid.clear()
+        this.valid.set(hash, principal)
+      }
+    }
+    await this.used(principal.keyId!)
+    return principal
+  }
+
+  /** Records a key's use, to the minute. */
+  private async used(id: string): Promise<void> {
+    const now = Date.now()
+    if (now - (this.usedAt.get(id) ?? -Infinity) < USE_RECORDED_EVERY_MS) return
+    this.usedAt.set(id, now)
+    await this.db
+      .updateTable('api_keys')
+      .set({ last_used_at: new Date(now) })
+      .where('id', '=', id)
+      .execute()
   }
 
   /** A new key; its secret is returned here and never again. */
@@ -125,6 +166,7 @@ export class KeysService {
       })
       return view(row)
     })
+    this.openMode = false
     return { ...created, key }
   }
 
@@ -150,6 +192,18 @@ export class KeysService {
   }
 
   async revoke(workspace: string, id: string, by: Attribution = SYSTEM): Promise<KeyView> {
+    // no lookup that overlaps the revoke is remembered, and what was remembered is forgotten
+    this.revoking++
+    try {
+      return await this.revokeRow(workspace, id, by)
+    } finally {
+      this.revoking--
+      this.revocations++
+      this.valid.clear()
+    }
+  }
+
+  private async revokeRow(workspace: string, id: string, by: Attribution): Promise<KeyView> {
     return this.db.transaction().execute(async (tx) => {
       const current = await tx
         .selectFrom('api_keys')

@@ -58,7 +58,7 @@ export async function rateLimitKey(request: FastifyRequest): Promise<string> {
 
 export default fp(
   async (app) => {
-    const keys = new KeysService(app.db, app.config.adminKey, app.audit)
+    const keys = new KeysService(app.db, app.config.adminKey, app.audit, app.database.kind === 'pglite')
     app.decorate('keys', keys)
     app.decorateRequest('principal', null as unknown as Principal)
     app.addHook('onReady', async () => {
