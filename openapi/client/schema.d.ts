@@ -2765,6 +2765,7 @@ export interface paths {
                                     data: unknown;
                                 };
                             })[];
+                            /** @description the recipe as drafted so far (POST /api/recipes/validate checks it) */
                             recipe_draft: {
                                 [key: string]: unknown;
                             } | null;
@@ -2860,9 +2861,11 @@ export interface paths {
                             scope_right: components["schemas"]["FilterCondition"][] | null;
                             /** @description the example pairs the user confirmed */
                             confirmed_pairs: unknown[];
+                            /** @description the recipe as drafted so far (POST /api/recipes/validate checks it) */
                             recipe_draft: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the last validation of the draft (ValidationReport) */
                             validation: ({
                                 valid: boolean;
                                 issues: unknown[];
@@ -2976,9 +2979,11 @@ export interface paths {
                             scope_right: components["schemas"]["FilterCondition"][] | null;
                             /** @description the example pairs the user confirmed */
                             confirmed_pairs: unknown[];
+                            /** @description the recipe as drafted so far (POST /api/recipes/validate checks it) */
                             recipe_draft: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the last validation of the draft (ValidationReport) */
                             validation: ({
                                 valid: boolean;
                                 issues: unknown[];
@@ -3090,9 +3095,11 @@ export interface paths {
                             scope_right: components["schemas"]["FilterCondition"][] | null;
                             /** @description the example pairs the user confirmed */
                             confirmed_pairs: unknown[];
+                            /** @description the recipe as drafted so far (POST /api/recipes/validate checks it) */
                             recipe_draft: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the last validation of the draft (ValidationReport) */
                             validation: ({
                                 valid: boolean;
                                 issues: unknown[];
@@ -4667,8 +4674,11 @@ export interface components {
                 /** @description of the matched records, those held in ambiguous matches for review */
                 ambiguous: number;
                 unmatched: number;
+                /** @description exact decimal, or null when the sides have no amount column */
                 amount: string | null;
+                /** @description exact decimal, or null when the sides have no amount column */
                 matched_amount: string | null;
+                /** @description exact decimal, or null when the sides have no amount column */
                 unmatched_amount: string | null;
             };
             right: {
@@ -4678,8 +4688,11 @@ export interface components {
                 /** @description of the matched records, those held in ambiguous matches for review */
                 ambiguous: number;
                 unmatched: number;
+                /** @description exact decimal, or null when the sides have no amount column */
                 amount: string | null;
+                /** @description exact decimal, or null when the sides have no amount column */
                 matched_amount: string | null;
+                /** @description exact decimal, or null when the sides have no amount column */
                 unmatched_amount: string | null;
             };
             matches: number;
@@ -4697,7 +4710,9 @@ export interface components {
                 ambiguous: number;
                 left_matched: number;
                 right_matched: number;
+                /** @description exact decimal, or null when the sides have no amount column */
                 left_amount: string | null;
+                /** @description exact decimal, or null when the sides have no amount column */
                 right_amount: string | null;
                 search?: {
                     candidates_capped: number;
@@ -4799,7 +4814,9 @@ export interface components {
             carry_open_items: boolean;
             /** Format: date-time */
             created_at: string;
+            /** Format: date-time */
             started_at: string | null;
+            /** Format: date-time */
             finished_at: string | null;
         };
         RunList: {
@@ -4819,7 +4836,9 @@ export interface components {
                 right_keys: string[];
                 score: number;
                 deltas: {
+                    /** @description left minus right, exact */
                     amount: string | null;
+                    /** @description right date minus left date */
                     days: number | null;
                 };
                 ambiguous: boolean;
@@ -4852,6 +4871,7 @@ export interface components {
                     conjunct: string;
                 } | null;
                 reason: string;
+                /** @description the record (this side) the pass's prefer chose over this one for closest_candidate */
                 tied_with: string | null;
                 /** @description the record's columns */
                 record: {
@@ -4922,7 +4942,9 @@ export interface components {
         };
         DeliveryAttempt: {
             attempt: number;
+            /** @description the receiver's HTTP status; null when none came */
             status_code: number | null;
+            /** @description why the attempt failed; null when it succeeded */
             error: string | null;
             duration_ms: number;
             at: string;
@@ -4933,6 +4955,7 @@ export interface components {
             event: components["schemas"]["WebhookEvent"];
             status: "pending" | "delivered" | "dead";
             attempts: components["schemas"]["DeliveryAttempt"][];
+            /** @description when a pending delivery is tried next */
             next_attempt_at: string | null;
             created_at: string;
             finished_at: string | null;
@@ -4947,34 +4970,47 @@ export interface components {
             id: number;
             /** @description the run that created it */
             run_id: string;
+            /** @description the latest later run that saw it still open */
             last_run_id: string | null;
             recipe_id: string | null;
             recipe_version: number | null;
-            /** @description both: an ambiguous match (its records in `keys`) */
+            /**
+             * @description both: an ambiguous match (its records in `keys`)
+             * @enum {string}
+             */
             side: "left" | "right" | "both";
             record_key: string;
             keys: {
                 left: string[];
                 right: string[];
             } | null;
+            /** @description the ambiguous or unmatched match it came from */
             match_id: string | null;
+            /** @description the closest record of the other side */
             candidate_key: string | null;
+            /** @description the record's amount, exact */
             amount: string | null;
             /** @description the difference to the closest candidate for amount reasons, else the whole amount (0 without an amount) */
             amount_at_risk: string;
+            /** @description the record's amount minus its closest candidate's */
             difference: string | null;
+            /** Format: date */
             record_date: string | null;
             /** @description days since the record's date (or since it was created, without one) */
             age_days: number;
+            /** @enum {string} */
             reason: "missing_counterpart" | "amount_outside_tolerance" | "fee_variance" | "date_outside_window" | "duplicate" | "ambiguous" | "unmatched_by_operator" | "other";
             /** @description whether later runs of the recipe with carry_open_items carry it */
             carry: boolean;
+            /** @enum {string} */
             status: "open" | "resolved";
-            resolution: ("manual_match" | "written_off" | "accepted" | "matched_by_later_run" | "unmatched") | null;
+            /** @enum {string|null} */
+            resolution: "manual_match" | "written_off" | "accepted" | "matched_by_later_run" | "unmatched" | null;
             resolution_detail: {
                 [key: string]: unknown;
             } | null;
             resolved_by: string | null;
+            /** Format: date-time */
             resolved_at: string | null;
             assignee: string | null;
             /** @description send it back with a change to refuse a stale one (409) */
@@ -4986,6 +5022,7 @@ export interface components {
         };
         ExceptionPage: {
             items: components["schemas"]["Exception"][];
+            /** @description pass as cursor= for the next page; null at the end */
             next_cursor: string | null;
             /** @description with count=true: how many match the filters */
             total?: number;
@@ -5012,6 +5049,7 @@ export interface components {
                 /** Format: date-time */
                 created_at: string;
             }[];
+            /** @description from the run's stored results; null when they are gone or for a match */
             evidence: {
                 /** @description why the run left it unmatched, in words */
                 reason: string;
@@ -5065,11 +5103,13 @@ export interface components {
             exceptions: components["schemas"]["Exception"][];
             left_amount: string | null;
             right_amount: string | null;
+            /** @description left minus right */
             difference: string | null;
             adjustment: {
                 amount: string;
                 reason: string;
             } | null;
+            /** @description null when the records have no stored amounts (nothing to check) */
             accepted_by: {
                 pass: string | null;
                 /** @description the recipe's amount checks the sums passed */
@@ -5138,7 +5178,12 @@ export interface components {
             };
             carry_open_items: boolean;
             active: boolean;
+            /**
+             * Format: date-time
+             * @description the next occurrence; null while inactive
+             */
             next_run_at: string | null;
+            /** Format: date-time */
             last_fired_at: string | null;
             last_run_id: string | null;
             last_error: {

@@ -1,9 +1,8 @@
 // Wire schemas of the exceptions API, shared by the routes, the OpenAPI document and the client SDK.
 
 import { Type } from 'typebox'
+import { Nullable, OneOf } from '../wire.js'
 import { REASONS } from './classify.js'
-
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()])
 const Decimal = Type.String({ pattern: '^-?\\d+(\\.\\d+)?$', description: 'an exact decimal, e.g. "12.50"' })
 
 export const RESOLUTIONS = ['manual_match', 'written_off', 'accepted', 'matched_by_later_run', 'unmatched'] as const
@@ -15,9 +14,7 @@ export const ExceptionSchema = Type.Object(
     last_run_id: Nullable(Type.String({ description: 'the latest later run that saw it still open' })),
     recipe_id: Nullable(Type.String()),
     recipe_version: Nullable(Type.Integer()),
-    side: Type.Union([Type.Literal('left'), Type.Literal('right'), Type.Literal('both')], {
-      description: 'both: an ambiguous match (its records in `keys`)',
-    }),
+    side: OneOf(['left', 'right', 'both'], { description: 'both: an ambiguous match (its records in `keys`)' }),
     record_key: Type.String(),
     keys: Nullable(Type.Object({ left: Type.Array(Type.String()), right: Type.Array(Type.String()) })),
     match_id: Nullable(Type.String({ description: 'the ambiguous or unmatched match it came from' })),
@@ -30,10 +27,10 @@ export const ExceptionSchema = Type.Object(
     difference: Nullable(Type.String({ description: "the record's amount minus its closest candidate's" })),
     record_date: Nullable(Type.String({ format: 'date' })),
     age_days: Type.Integer({ description: "days since the record's date (or since it was created, without one)" }),
-    reason: Type.Union(REASONS.map((r) => Type.Literal(r))),
+    reason: OneOf(REASONS),
     carry: Type.Boolean({ description: 'whether later runs of the recipe with carry_open_items carry it' }),
-    status: Type.Union([Type.Literal('open'), Type.Literal('resolved')]),
-    resolution: Nullable(Type.Union(RESOLUTIONS.map((r) => Type.Literal(r)))),
+    status: OneOf(['open', 'resolved']),
+    resolution: Nullable(OneOf(RESOLUTIONS)),
     resolution_detail: Nullable(Type.Record(Type.String(), Type.Unknown())),
     resolved_by: Nullable(Type.String()),
     resolved_at: Nullable(Type.String({ format: 'date-time' })),

@@ -1,6 +1,7 @@
 // The recipe (DESIGN §2): which two sources, their keys and scopes, and the passes that match them.
 
 import { type Static, Type } from 'typebox'
+import { Nullable } from '../wire.js'
 
 export const PATTERNS = ['1:1', '1:N', 'N:1', 'N:M'] as const
 export type Pattern = (typeof PATTERNS)[number]
@@ -447,8 +448,6 @@ export const RecipeListSchema = Type.Object(
   },
   { $id: 'RecipeList' },
 )
-
-const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()])
 
 const BandExplain = Type.Object({
   column: Type.String({ description: 'the column sorted and searched, as side.column' }),

@@ -2,6 +2,7 @@
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { Nullable } from '../wire.js'
 import type { ChatRequest } from '../orchestrator/service.js'
 import { IdempotencyHeaders } from '../idempotency.js'
 
@@ -13,7 +14,6 @@ const errors = {
   503: Type.Ref('ErrorReply'),
 }
 const IdParams = Type.Object({ id: Type.String() })
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()])
 
 // Typed where a client reads them; the work in progress (samples, proposals, rules, artifacts)
 // is passed through as the agent keeps it (additionalProperties). A draft recipe or a report is

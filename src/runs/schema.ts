@@ -1,9 +1,9 @@
 // Wire schemas of the runs API, shared by the routes, the OpenAPI document and the client SDK.
 
 import { Type } from 'typebox'
+import { Nullable } from '../wire.js'
 import { ScopeSet } from '../sources/schemas.js'
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()])
 const Amount = Nullable(Type.String({ description: 'exact decimal, or null when the sides have no amount column' }))
 const ParamValue = Type.Union([Type.String(), Type.Number(), Type.Boolean()])
 
@@ -225,7 +225,8 @@ const PageMeta = {
 
 export const MatchesPageSchema = Type.Object({ ...PageMeta, items: Type.Array(Match) }, { $id: 'MatchesPage' })
 
-const CellValue = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])
+// a type list, not a union: a reply writes it for every cell without a validator (src/wire.ts)
+const CellValue = Type.Unsafe<string | number | boolean | null>({ type: ['string', 'number', 'boolean', 'null'] })
 
 export const UnmatchedPageSchema = Type.Object(
   {

@@ -1,9 +1,8 @@
 // Wire schemas of the schedules API, shared by the routes, the OpenAPI document and the client SDK.
 
 import { Type } from 'typebox'
+import { Nullable } from '../wire.js'
 import { ROLLING_TOKENS } from './rolling.js'
-
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()])
 
 const Binding = Type.Union([
   Type.String(),

@@ -1,11 +1,10 @@
 // Wire schemas of webhooks, shared by routes, the OpenAPI document and the client SDK.
 
 import { Type } from 'typebox'
+import { Nullable } from '../wire.js'
 
 export const WEBHOOK_EVENTS = ['run.completed', 'run.failed', 'exception.created', 'exception.resolved'] as const
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number]
-
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()])
 
 export const WebhookEventSchema = Type.Union(
   WEBHOOK_EVENTS.map((e) => Type.Literal(e)),

@@ -1,0 +1,79 @@
+// The wire schemas' "or null" and "one of these words": what they accept, that they are written
+// without a union (fast-json-stringify runs a validator per union branch for every value), and
+// that a reply written from them is the same JSON as JSON.stringify's.
+
+import Fastify from 'fastify'
+import t from 'tap'
+import { Type } from 'typebox'
+import { Compile } from 'typebox/compile'
+import { ExceptionSchema } from '../src/exceptions/schema.js'
+import { Nullable, OneOf } from '../src/wire.js'
+
+t.test('Nullable and OneOf accept what the unions accepted, as type lists and enums', async (t) => {
+  const schema = Type.Object({
+    text: Nullable(Type.String()),
+    count: Nullable(Type.Integer()),
+    word: OneOf(['open', 'resolved']),
+    maybe: Nullable(OneOf(['a', 'b'])),
+    literals: Nullable(Type.Union([Type.Literal('x'), Type.Literal('y')])),
+    pair: Nullable(Type.Object({ left: Type.String() })),
+    ref: Nullable(Type.Ref('Other')),
+  })
+  t.notOk(JSON.stringify(schema.properties.text).includes('anyOf'))
+  t.same(schema.properties.maybe, { type: ['string', 'null'], enum: ['a', 'b', null] })
+  t.same(schema.properties.literals, { type: ['string', 'null'], enum: ['x', 'y', null] })
+  t.match(schema.properties.ref, { anyOf: [{ $ref: 'Other' }, { type: 'null' }] }, 'a reference stays a union')
+  const check = Compile({ Other: Type.String() }, schema)
+  const ok = { text: null, count: 3, word: 'open', maybe: null, literals: 'y', pair: null, ref: null }
+  t.ok(check.Check(ok))
+  t.ok(check.Check({ ...ok, text: 's', maybe: 'b', pair: { left: 'L' }, ref: 'r' }))
+  for (const bad of [{ count: 1.5 }, { word: 'shut' }, { maybe: 'c' }, { literals: 'z' }, { pair: { right: 1 } }])
+    t.notOk(check.Check({ ...ok, ...bad }), JSON.stringify(bad))
+})
+
+t.test('an exception is written without a validator, as JSON.stringify writes it', async (t) => {
+  t.notOk(JSON.stringify(ExceptionSchema).includes('anyOf'), 'no union left in the Exception reply')
+  // Fastify writes the reply from its schema (fast-json-stringify), as the service does
+  const app = Fastify()
+  t.teardown(() => app.close())
+  let reply: unknown
+  app.get('/x', { schema: { response: { 200: ExceptionSchema } } }, async () => reply)
+  const write = async (value: unknown) => {
+    reply = value
+    return (await app.inject({ method: 'GET', url: '/x' })).body
+  }
+  const row = {
+    id: 7,
+    run_id: 'r1',
+    last_run_id: null,
+    recipe_id: 'rc',
+    recipe_version: null,
+    side: 'left',
+    record_key: 'T1',
+    keys: null,
+    match_id: null,
+    candidate_key: 'I1',
+    amount: '12.50',
+    amount_at_risk: '1.25',
+    difference: '1.25',
+    record_date: '2024-01-02',
+    age_days: 3,
+    reason: 'amount_outside_tolerance',
+    carry: true,
+    status: 'resolved',
+    resolution: 'accepted',
+    resolution_detail: { reason: 'fee' },
+    resolved_by: 'ops',
+    resolved_at: '2024-01-05T00:00:00.000Z',
+    assignee: null,
+    version: 2,
+    created_at: '2024-01-03T00:00:00.000Z',
+    updated_at: '2024-01-05T00:00:00.000Z',
+  }
+  t.same(JSON.parse(await write(row)), row)
+  t.same(JSON.parse(await write({ ...row, keys: { left: ['a'], right: ['b', 'c'] }, resolution: null })), {
+    ...row,
+    keys: { left: ['a'], right: ['b', 'c'] },
+    resolution: null,
+  })
+})
