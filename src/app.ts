@@ -7,7 +7,14 @@ import underPressure from '@fastify/under-pressure'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+  LogController,
+} from 'fastify'
 import type { Config } from './config.js'
 import { isDatabaseUnavailable, type ServiceDatabase } from './db/connect.js'
 import dbPlugin from './db/plugin.js'
@@ -59,6 +66,24 @@ export interface AppOptions {
   exceptionAging?: ExceptionAging
 }
 
+/**
+ * One log line per request, when it completes, naming its method and URL: Fastify's two (incoming
+ * at info, then completed) cost the service's thread about a tenth of a short request's time
+ * under load (a CPU profile of the exceptions list). The incoming line stays at debug.
+ */
+class OneLinePerRequest extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    if (!this.isLogDisabled(request)) request.log.debug({ req: request }, 'incoming request')
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (this.isLogDisabled(request)) return
+    const line = { method: request.method, url: request.url, res: reply, responseTime: reply.elapsedTime }
+    if (error) reply.log.error({ ...line, err: error }, 'request errored')
+    else reply.log.info(line, 'request completed')
+  }
+}
+
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: opts.logger ?? { level: opts.config.logLevel },
@@ -67,7 +92,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       const given = req.headers['x-request-id']
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : crypto.randomUUID()
     },
-    logController: new LogController({ requestIdLogLabel: 'request_id' }),
+    logController: new OneLinePerRequest({ requestIdLogLabel: 'request_id' }),
     bodyLimit: 10 * 1024 * 1024,
   }).withTypeProvider<TypeBoxTypeProvider>()
 

@@ -78,6 +78,15 @@ t.test('metrics and logs: request latency, runs, agent events by reason; request
   t.ok(logs.some((l) => l.request_id === minted.headers['x-request-id']))
   const request = logs.find((l) => l.msg === 'request completed' && (l.req as undefined) === undefined && l.request_id)
   t.ok(request, 'request logs carry request_id')
+  // one line per request, naming it (Fastify's own "incoming request" line is at debug)
+  t.match(
+    logs.find((l) => l.request_id === 'caller-42'),
+    { msg: 'request completed', method: 'GET', url: '/api/sources', res: { statusCode: 200 } },
+  )
+  t.notOk(
+    logs.some((l) => l.msg === 'incoming request'),
+    'no second line per request at info',
+  )
   const finished = logs.find((l) => l.msg === 'run finished')
   t.match(finished, { run_id: run.id, status: 'completed', matches: 2 })
   t.ok(

@@ -41,8 +41,19 @@ export interface ExceptionView {
 
 export type ExceptionRowWithAge = ExceptionRow & { age_days: number }
 
+/** A time as ISO text; a page's file rows share their set's times, so the last one is kept. */
+let lastTime: Date | string | null = null
+let lastIso = ''
+function iso(d: Date | string | null): string | null {
+  if (d === null) return null
+  if (d !== lastTime) {
+    lastIso = (d instanceof Date ? d : new Date(d)).toISOString()
+    lastTime = d
+  }
+  return lastIso
+}
+
 export function exceptionView(row: ExceptionRowWithAge): ExceptionView {
-  const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString())
   return {
     id: Number(row.id),
     run_id: row.run_id,
