@@ -5,6 +5,8 @@
 // connections, one scenario at a time, and reports latency percentiles.
 //   node --import tsx bench/exceptions.ts [--rows 250000] [--pg] [--seconds 10] [--warmup 3]
 // --pg keeps the service's tables in the local PostgreSQL (database test, a fresh schema).
+// BENCH_SERVICE_FLAGS: node flags for the service, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
+// (the service is stopped with SIGTERM and waited for, so a profile is written).
 
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -66,18 +68,26 @@ try {
     databaseUrl = url.toString()
   }
   const port = await freePort()
-  child = spawn(process.execPath, [join(root, 'bin/concord.js'), 'serve'], {
-    env: {
-      ...process.env,
-      DATA_DIR: dir,
-      PORT: String(port),
-      LOG_LEVEL: 'info',
-      MAX_EVENT_LOOP_DELAY_MS: '0',
-      RATE_LIMIT_PER_MINUTE: '100000000',
-      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+  child = spawn(
+    process.execPath,
+    [
+      ...(process.env.BENCH_SERVICE_FLAGS ? process.env.BENCH_SERVICE_FLAGS.split(' ') : []),
+      join(root, 'bin/concord.js'),
+      'serve',
+    ],
+    {
+      env: {
+        ...process.env,
+        DATA_DIR: dir,
+        PORT: String(port),
+        LOG_LEVEL: 'info',
+        MAX_EVENT_LOOP_DELAY_MS: '0',
+        RATE_LIMIT_PER_MINUTE: '100000000',
+        ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
+  )
   let recorded: { ms: number; created: number; worker_ms?: number } | null = null
   let buffered = ''
   child.stdout!.on('data', (chunk: Buffer) => {
@@ -146,15 +156,30 @@ try {
   // measured cold, the first scenario of every run read 50-71 ms at p99 whichever it was, and
   // 32-35 ms when the same scenario came last. So each scenario is first served under the same
   // load for `--warmup` seconds, and that figure is printed beside the measured one.
+  // the service's own event-loop delay (p99 / max) and time in garbage collection while measured,
+  // from its metrics: what of the latency is its thread being held
+  const serviceLoop = async () => {
+    const text = await (await fetch(`${base}/metrics`)).text()
+    const metric = (name: string) => Number(new RegExp(`^${name}(?:{[^}]*})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)
+    const gc = [...text.matchAll(/^concord_nodejs_gc_duration_seconds_sum{[^}]*} (\S+)$/gm)].reduce(
+      (a, m) => a + Number(m[1]),
+      0,
+    )
+    const ms = (v: number) => Math.round(v * 1000)
+    const out = `${ms(metric('concord_nodejs_eventloop_lag_p99_seconds'))} / ${ms(metric('concord_nodejs_eventloop_lag_max_seconds'))}; GC ${ms(gc - lastGc)} ms`
+    lastGc = gc
+    return out
+  }
+  let lastGc = 0
   const warm = async (path: string) => {
     if (warmup <= 0) return null
     const w = await autocannon({ url: base + path, connections: 16, duration: warmup })
     return w.latency.p99
   }
   console.log(
-    `\n| scenario (16 connections, ${seconds} s, after ${warmup} s of warm-up) | alone, median ms | req/s | p50 ms | p99 ms | max ms | warm-up p99 ms |`,
+    `\n| scenario (16 connections, ${seconds} s, after ${warmup} s of warm-up) | alone, median ms | req/s | p50 ms | p90 / p97.5 / p99 ms | max ms | warm-up p99 ms | service's event-loop delay p99 / max ms; its GC |`,
   )
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const [name, path] of scenarios) {
     // one request at a time first: what a page costs the service, without queueing
     const alone: number[] = []
@@ -165,16 +190,22 @@ try {
     }
     alone.sort((a, b) => a - b)
     const warmP99 = await warm(path)
+    await serviceLoop() // its delay histogram starts again at each scrape
     const result = await autocannon({ url: base + path, connections: 16, duration: seconds })
+    const loop = await serviceLoop()
     if (result.non2xx) throw new Error(`${name}: ${result.non2xx} non-2xx answers`)
     const l = result.latency
     console.log(
-      `| ${name} | ${alone[10].toFixed(1)} | ${Math.round(result.requests.average)} | ${l.p50} | ${l.p99} | ${l.max} | ${warmP99 ?? '-'} |`,
+      `| ${name} | ${alone[10].toFixed(1)} | ${Math.round(result.requests.average)} | ${l.p50} | ${l.p90}/${l.p97_5}/${l.p99} | ${l.max} | ${warmP99 ?? '-'} | ${loop} |`,
     )
   }
 } finally {
-  child?.kill('SIGTERM')
-  await new Promise((r) => setTimeout(r, 500))
+  // the service shuts down in its own time (its database closed, a profile asked for written)
+  if (child && child.exitCode === null) {
+    const exited = new Promise((r) => child!.once('exit', r))
+    child.kill('SIGTERM')
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))])
+  }
   if (admin && schema) {
     await admin.query(`DROP SCHEMA ${schema} CASCADE`).catch(() => {})
     await admin.end()
