@@ -10,6 +10,7 @@
 
 import type { Kysely } from 'kysely'
 import { type StringColumn, stringAt } from '../engine/data/column.js'
+import { ascendingOrder } from '../engine/data/order.js'
 import type { Table } from '../engine/data/table.js'
 import { formatDate, formatDecimal, parseDate, POW10 } from '../engine/data/values.js'
 import type { Database } from '../db/schema.js'
@@ -232,8 +233,8 @@ export class WorkspaceSets {
 
   private order(sort: SortKey): Uint32Array | null {
     if (sort === 'created') return null
-    if (sort === 'amount') return (this.byAmount ??= sortedBy(this.atRisk))
-    return (this.byAge ??= sortedBy(this.ageFrom))
+    if (sort === 'amount') return (this.byAmount ??= ascendingOrder(this.atRisk))
+    return (this.byAge ??= ascendingOrder(this.ageFrom))
   }
 
   /**
@@ -497,13 +498,6 @@ export interface Tally {
 }
 
 /** Row numbers sorted by key, ties by row number (the id's order). */
-function sortedBy(key: Float64Array | Int32Array): Uint32Array {
-  const perm = new Uint32Array(key.length)
-  for (let i = 0; i < perm.length; i++) perm[i] = i
-  perm.sort((a, b) => key[a] - key[b] || a - b)
-  return perm
-}
-
 function loaded(info: SetInfo, table: Table, overlay: Overlay): LoadedSet {
   const col = (name: string) => table.data[table.columns.findIndex((c) => c.name === name)]
   const num = (name: string) => (col(name) as { values: Float64Array }).values
