@@ -23,6 +23,7 @@ import { ConcordError } from './errors.js'
 import idempotency from './idempotency.js'
 import metrics from './metrics.js'
 import { loopGauge } from './pressure.js'
+import { buildSerializer } from './serializer.js'
 import ai from './ai/service.js'
 import auth, { isProbe, rateLimitKey } from './auth/plugin.js'
 import { phaseRegistry, shippedPhases } from './orchestrator/phases.js'
@@ -98,6 +99,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     },
     logController: new OneLinePerRequest({ requestIdLogLabel: 'request_id' }),
     bodyLimit: 10 * 1024 * 1024,
+    // opening the database may take longer than Fastify's 10 s for a plugin: an embedded one
+    // recovering after a crash on a busy machine, a PostgreSQL slow to accept; start-up waits
+    pluginTimeout: 120_000,
+    schemaController: { compilersFactory: { buildSerializer } },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('config', opts.config)

@@ -7,6 +7,7 @@ import t from 'tap'
 import { Type } from 'typebox'
 import { Compile } from 'typebox/compile'
 import { ExceptionSchema } from '../src/exceptions/schema.js'
+import { buildSerializer } from '../src/serializer.js'
 import { Nullable, OneOf } from '../src/wire.js'
 
 t.test('Nullable and OneOf accept what the unions accepted, as type lists and enums', async (t) => {
@@ -76,4 +77,23 @@ t.test('an exception is written without a validator, as JSON.stringify writes it
     keys: { left: ['a'], right: ['b', 'c'] },
     resolution: null,
   })
+})
+
+t.test('a reply serializer is compiled with only the shared schemas it refers to', async (t) => {
+  const shared = {
+    Page: { $id: 'Page', type: 'object', properties: { items: { type: 'array', items: { $ref: 'Item' } } } },
+    Item: {
+      $id: 'Item',
+      type: 'object',
+      properties: { id: { type: 'integer' }, tag: { $ref: 'Tag#/properties/name' } },
+    },
+    Tag: { $id: 'Tag', type: 'object', properties: { name: { type: 'string' } } },
+    // never referred to: Fastify's own compiler checked (and here would refuse) it for every route
+    Unrelated: { $id: 'Unrelated', type: 'no such type' },
+  }
+  const compile = buildSerializer(shared)
+  const write = compile({ schema: { $ref: 'Page' } })
+  t.equal(write({ items: [{ id: 1, tag: 'a', extra: true }] }), '{"items":[{"id":1,"tag":"a"}]}')
+  const self = compile({ schema: shared.Item })
+  t.equal(self({ id: 2, tag: 'b' }), '{"id":2,"tag":"b"}', 'a reply schema that is itself shared')
 })
