@@ -189,7 +189,7 @@ t.test('a 1M-match run report is computed off the event loop: GET /health answer
   // figures read on it (a batch at a time, the loop given back between batches) a report took 199
   // ms of it for 511 ms of figures (the rest is waiting for the file); on the figures thread, 23-64
   // ms for 308-1601 ms. The probes' latencies are printed, not bounded: on this shared 2-core
-  // machine they read the neighbours too (test/event-loop.test.ts's p99 <= 50 ms read 131 ms there
+  // machine they read the neighbours too (test/serial/event-loop.test.ts's p99 <= 50 ms read 131 ms there
   // while this test's p99 read 40-126 ms, a few descheduled probes in a hundred).
   t.ok(mainMs < otherFiguresMs / 4, `the service thread spent ${mainMs.toFixed(0)} ms of ${otherFiguresMs} ms`)
   t.ok(again < first, 'a second report of the run reads no file again')
