@@ -6,9 +6,11 @@ import { parentPort } from 'node:worker_threads'
 import { ConcordError } from '../errors.js'
 import { CsvCursor } from './pages.js'
 import type { ExportReply, ExportRequest } from './exporter.js'
+import { runInBackground } from './background.js'
 
 const port = parentPort
 if (!port) throw new Error('runs/export-worker.ts runs in a worker thread')
+runInBackground()
 
 const EXPORT_MESSAGE_BYTES = 512 * 1024
 

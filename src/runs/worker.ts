@@ -6,9 +6,11 @@ import { parentPort } from 'node:worker_threads'
 import { ConcordError } from '../errors.js'
 import { type JobOptions, type JobSpec, runJob } from './job.js'
 import { exceptionsOptions } from '../exceptions/worker.js'
+import { runInBackground } from './background.js'
 
 const port = parentPort
 if (!port) throw new Error('runs/worker.ts runs in a worker thread')
+runInBackground()
 
 port.on('message', async (spec: JobSpec) => {
   try {

@@ -4,9 +4,11 @@
 import { parentPort } from 'node:worker_threads'
 import type { FiguresReply, FiguresRequest } from './figures-thread.js'
 import { reportFigures } from './figures.js'
+import { runInBackground } from '../background.js'
 
 const port = parentPort
 if (!port) throw new Error('runs/report/figures-worker.ts runs in a worker thread')
+runInBackground()
 
 port.on('message', async ({ id, dir, amounts, opts }: FiguresRequest) => {
   try {
