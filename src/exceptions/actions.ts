@@ -10,7 +10,6 @@ import { type Kysely, sql, type Transaction } from 'kysely'
 import type { Database, RunRow } from '../db/schema.js'
 import { ConcordError } from '../errors.js'
 import { addDecimal, decimalText, type ExactDecimal, exactDecimal, ZERO } from '../language/decimal.js'
-import { matchesPage, storedSchemas } from '../runs/pages.js'
 import type { RunsService } from '../runs/service.js'
 import type { Actor, ExceptionChange, OnChange } from './changes.js'
 import { exceptionRow, type ExceptionRowWithAge, exceptionView, type ExceptionView } from './queries.js'
@@ -299,7 +298,7 @@ export async function manualMatch(deps: Deps, ws: string, body: ManualMatch, act
     }
     let accepted: Agreement | null = null
     if (l && r) {
-      const schemas = await storedSchemas(deps.runs.resultsDir(run.id)).catch(() => null)
+      const schemas = await deps.runs.pages.storedSchemas(deps.runs.resultsDir(run.id)).catch(() => null)
       if (!schemas)
         throw new ConcordError(
           'results_missing',
@@ -394,7 +393,7 @@ export async function unmatch(
 ): Promise<{ run_id: string; match_id: string; exceptions: ExceptionView[] }> {
   const dir = await deps.runs.completedDir(ws, body.run_id)
   const number = Number(body.match_id.slice(1))
-  const page = await matchesPage(dir, number - 1, 1)
+  const page = await deps.runs.pages.matchesPage(dir, number - 1, 1)
   const match = page.items[0]
   if (!match || match.match_id !== body.match_id)
     throw new ConcordError('match_not_found', `run ${body.run_id} has no match ${body.match_id}`, 404)

@@ -15,7 +15,6 @@ import fp from 'fastify-plugin'
 import { type Kysely, sql, type Transaction } from 'kysely'
 import type { Config } from '../config.js'
 import type { Database, RunRow } from '../db/schema.js'
-import { unmatchedPage } from '../runs/pages.js'
 import type { JobSpec } from '../runs/job.js'
 import type { RunsService } from '../runs/service.js'
 import * as actions from './actions.js'
@@ -203,7 +202,9 @@ export class ExceptionsService {
   private async evidence(runId: string, side: string, key: string): Promise<Record<string, unknown> | null> {
     if (side === 'both') return null
     try {
-      const page = await unmatchedPage(this.runs.resultsDir(runId), side as 'left' | 'right', 0, 1, { recordKey: key })
+      const page = await this.runs.pages.unmatchedPage(this.runs.resultsDir(runId), side as 'left' | 'right', 0, 1, {
+        recordKey: key,
+      })
       const item = page.items[0]
       if (!item) return null
       const { record_key: _key, ...rest } = item

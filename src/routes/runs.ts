@@ -2,7 +2,7 @@
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { arrowExport, matchesPage, unmatchedPage } from '../runs/pages.js'
+import { arrowExport } from '../runs/pages.js'
 import { RESULT_SETS, type ResultSet } from '../runs/results.js'
 import type { StartRun } from '../runs/service.js'
 import { IdempotencyHeaders } from '../idempotency.js'
@@ -95,11 +95,16 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { offset = PAGE.offset, limit = PAGE.limit, pass, ambiguous, key } = request.query
-      return matchesPage(await app.runs.completedDir(request.principal.workspace, request.params.id), offset, limit, {
-        pass,
-        ambiguous,
-        key,
-      })
+      return app.runs.pages.matchesPage(
+        await app.runs.completedDir(request.principal.workspace, request.params.id),
+        offset,
+        limit,
+        {
+          pass,
+          ambiguous,
+          key,
+        },
+      )
     },
   )
 
@@ -122,7 +127,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       async (request) => {
         const { offset = PAGE.offset, limit = PAGE.limit, failed_pass, key } = request.query
         const dir = await app.runs.completedDir(request.principal.workspace, request.params.id)
-        return unmatchedPage(dir, side, offset, limit, { failedPass: failed_pass, recordKey: key })
+        return app.runs.pages.unmatchedPage(dir, side, offset, limit, { failedPass: failed_pass, recordKey: key })
       },
     )
   }

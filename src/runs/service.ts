@@ -26,7 +26,7 @@ import type { Source } from '../sources/connector.js'
 import { scopeOwner, type SourcesService } from '../sources/service.js'
 import { initialProgress, type JobProgress, type JobSpec, type RunMode } from './job.js'
 import type { Metrics } from '../metrics.js'
-import { forget } from './pages.js'
+import { PagesThread } from './pages-thread.js'
 import { WorkerPool } from './pool.js'
 import { CsvExporter } from './exporter.js'
 import { type RunObservers, runChanged } from './events.js'
@@ -115,6 +115,8 @@ export class RunsService {
   private readonly pool: WorkerPool
   /** CSV exports, encoded on export worker threads. */
   readonly exporter = new CsvExporter()
+  /** Pages of results and `?key=` lookups, read on their own thread (pages-thread.ts). */
+  readonly pages = new PagesThread()
   /** This instance: it owns the runs it queued and beats while it lives (instances table). */
   readonly instance = randomUUID()
   private heartbeat: NodeJS.Timeout | undefined
@@ -849,7 +851,7 @@ export class RunsService {
     })
     for (const removed of this.hooks.removed) removed(id)
     await rm(this.resultsDir(id), { recursive: true, force: true })
-    forget(this.resultsDir(id))
+    await this.pages.forget(this.resultsDir(id))
     this.log.info({ run_id: id }, 'run deleted')
   }
 
@@ -905,6 +907,7 @@ export class RunsService {
     await Promise.all(this.settled.values())
     await this.pool.close()
     await this.exporter.close()
+    await this.pages.close()
     clearInterval(this.heartbeat)
     await this.db
       .deleteFrom('instances')

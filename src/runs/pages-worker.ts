@@ -1,0 +1,33 @@
+// The result pages thread: runs the calls pages-thread.ts posts against pages.ts, whose cache of
+// open result files lives here, and answers each with its value or its error. Requests wait on
+// it, so it keeps its normal priority (not background.ts).
+
+import { parentPort } from 'node:worker_threads'
+import { ConcordError } from '../errors.js'
+import { forget, matchesPage, storedSchemas, unmatchedPage } from './pages.js'
+import type { PagesError, PagesReply, PagesRequest } from './pages-thread.js'
+
+const port = parentPort
+if (!port) throw new Error('runs/pages-worker.ts runs in a worker thread')
+
+port.on('message', async (request: PagesRequest) => {
+  const { id } = request
+  try {
+    const value =
+      request.fn === 'matchesPage'
+        ? await matchesPage(...request.args)
+        : request.fn === 'unmatchedPage'
+          ? await unmatchedPage(...request.args)
+          : request.fn === 'storedSchemas'
+            ? await storedSchemas(...request.args)
+            : forget(...request.args)
+    port.postMessage({ id, value: value ?? null } satisfies PagesReply)
+  } catch (err) {
+    const e = err as Error & { code?: string }
+    const error: PagesError =
+      err instanceof ConcordError
+        ? { concord: true, code: err.code, message: err.message, status: err.status, suggestion: err.suggestion }
+        : { concord: false, message: e.message ?? String(err), ...(typeof e.code === 'string' ? { code: e.code } : {}) }
+    port.postMessage({ id, error } satisfies PagesReply)
+  }
+})
