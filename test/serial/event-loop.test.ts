@@ -1,18 +1,20 @@
 // The event loop held to account: while the three CSV exports of a run with a million matches
 // stream out and key lookups run against it, `GET /health` answers within 50 ms at the 99th
-// percentile. The exports and lookups run in a separate process (the client's own parsing must
-// not count against the server's loop); this process serves and probes /health every 10 ms over
-// real HTTP, and also watches its loop with perf_hooks.monitorEventLoopDelay. The figures are in
+// percentile. Every part is its own process, as in use: the service is `concord serve` from the
+// built JavaScript; the exports and lookups run in a client process (its parsing must not count
+// against the service); the probe, every 10 ms over real HTTP, runs in a third, small process.
+// The probe once ran inside this test process, beside an in-process app: that process carries
+// tap's and tsx's source maps (~150 MB of small arrays on the heap), and its own major GCs paused
+// probes for 100-400 ms — the harness's garbage, not the service's. The figures are in
 // bench/README.md; the bound is asserted here. It runs alone (test/serial/, .taprc): beside
 // another test file on 2 cores its probes read that file's CPU too.
 
 import { spawn } from 'node:child_process'
 import { closeSync, openSync, writeSync } from 'node:fs'
+import { setPriority } from 'node:os'
 import { join } from 'node:path'
-import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks'
 import t from 'tap'
-import { testApp } from '../helpers/app.js'
-import { waitForRun } from '../helpers/runs.js'
+import { call, serve } from '../helpers/serve.js'
 
 const ROWS = 1_000_000
 
@@ -52,7 +54,12 @@ const run = process.argv[2]
 const get = async (path) => {
   const res = await fetch(base + path)
   let bytes = 0, lines = 0
-  for await (const chunk of res.body) { bytes += chunk.length; for (const b of chunk) if (b === 10) lines++ }
+  // newlines found with indexOf (memchr), not a loop over each byte: the client's CPU is not
+  // what is measured, and on 2 cores it would compete with the service for it
+  for await (const chunk of res.body) {
+    bytes += chunk.length
+    for (let at = chunk.indexOf(10); at >= 0; at = chunk.indexOf(10, at + 1)) lines++
+  }
   return { status: res.status, bytes, lines }
 }
 const lookups = async () => {
@@ -75,19 +82,55 @@ const [matches, left, right, found] = await Promise.all([
 console.log(JSON.stringify({ matches, left, right, found }))
 `
 
+/**
+ * The probe: GET /health every 10 ms until its stdin closes, then prints the round trips (ms).
+ * Alone in its process, so nothing but the service and the machine delays it.
+ */
+const PROBE = `
+const base = process.argv[1]
+const probes = []
+let probing = true
+process.stdin.on('end', () => (probing = false)).resume()
+while (probing) {
+  const t0 = performance.now()
+  const res = await fetch(base + '/health')
+  await res.arrayBuffer()
+  probes.push(performance.now() - t0)
+  await new Promise((r) => setTimeout(r, 10))
+}
+console.log(JSON.stringify(probes))
+`
+
+/** A child node process running `script`; resolves with its exit code and what it printed. */
+function node(script: string, args: string[], stdin: 'ignore' | 'pipe' = 'ignore') {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script, ...args], {
+    stdio: [stdin, 'pipe', 'inherit'],
+  })
+  let out = ''
+  child.stdout!.on('data', (d) => (out += d))
+  const done = new Promise<{ code: number | null; out: string }>((ok) => child.on('exit', (code) => ok({ code, out })))
+  return { child, done }
+}
+
+/** The service's event-loop delay p99 (seconds) since the last scrape: prom-client resets it then. */
+async function loopP99(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text()
+  return Number(/^concord_nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(text)?.[1])
+}
+
 const percentile = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]
 
 t.test('GET /health answers within 50 ms (p99) during a 1M-match CSV export and key lookups', async (t) => {
   const dir = t.testdir({})
   writeFiles(dir)
-  const { app } = await testApp(t, { dataDir: dir })
+  const { base } = await serve(t, { DATA_DIR: dir })
   for (const [alias, path] of [
     ['left', 'left.csv'],
     ['right', 'right.csv'],
   ]) {
-    const res = await app.inject({ method: 'POST', url: '/api/sources', payload: { alias, type: 'csv', path } })
-    t.equal(res.statusCode, 201, res.body)
+    const res = await call(base, 'POST', '/api/sources', { alias, type: 'csv', path })
+    t.equal(res.status, 201, JSON.stringify(res.body))
   }
   const recipe = {
     name: 'million',
@@ -95,41 +138,30 @@ t.test('GET /health answers within 50 ms (p99) during a 1M-match CSV export and 
     right: { source: 'right', key: ['id'] },
     passes: [{ name: 'same', pattern: '1:1', when: 'l.ref = r.ref AND l.amount = r.amount' }],
   }
-  const started = await app.inject({ method: 'POST', url: '/api/runs', payload: { recipe, mode: 'full' } })
-  t.equal(started.statusCode, 202, started.body)
-  const run = await waitForRun(app, started.json().id)
+  const started = await call(base, 'POST', '/api/runs', { recipe, mode: 'full' })
+  t.equal(started.status, 202, JSON.stringify(started.body))
+  let run = started.body
+  for (const until = Date.now() + 120_000; !['completed', 'failed', 'cancelled'].includes(run.status);) {
+    if (Date.now() > until) throw new Error(`run still ${run.status}`)
+    await new Promise((r) => setTimeout(r, 100))
+    run = (await call(base, 'GET', `/api/runs/${run.id}`)).body
+  }
   t.equal(run.status, 'completed', JSON.stringify(run.error))
   t.equal(run.summary.matches, ROWS, 'a million matches')
 
-  const base = await app.listen({ port: 0, host: '127.0.0.1' })
-  const gcs: number[] = []
-  const gcWatch = new PerformanceObserver((list) => gcs.push(...list.getEntries().map((e) => e.duration)))
-  gcWatch.observe({ entryTypes: ['gc'] })
-  const loop = monitorEventLoopDelay({ resolution: 5 })
-  loop.enable()
-  const probes: number[] = []
-  let probing = true
-  const probe = (async () => {
-    while (probing) {
-      const t0 = performance.now()
-      const res = await fetch(`${base}/health`)
-      await res.arrayBuffer()
-      probes.push(performance.now() - t0)
-      await new Promise((r) => setTimeout(r, 10))
-    }
-  })()
-  const client = spawn(process.execPath, ['--input-type=module', '-e', CLIENT, base, run.id], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  let out = ''
-  client.stdout.on('data', (d) => (out += d))
-  const code = await new Promise<number | null>((done) => client.on('exit', done))
-  probing = false
-  await probe
-  loop.disable()
-  gcWatch.disconnect()
-  t.comment(`${gcs.length} GC pauses, the longest ${Math.max(0, ...gcs).toFixed(1)} ms`)
+  await loopP99(base) // resets the service's event-loop histogram: what follows is the export's
+  const probe = node(PROBE, [base], 'pipe')
+  const client = node(CLIENT, [base, run.id])
+  // the load generator shares the 2 cores with the service: at the service's priority its
+  // download parsing took the CPU the service's loop needed, which a client elsewhere would not
+  setPriority(client.child.pid!, 10)
+  const { code, out } = await client.done
+  const loopMs = (await loopP99(base)) * 1000
+  probe.child.stdin!.end()
+  const probed = await probe.done
   t.equal(code, 0, 'the client finished')
+  t.equal(probed.code, 0, 'the probe finished')
+  const probes = JSON.parse(probed.out) as number[]
   const got = JSON.parse(out) as {
     matches: { status: number; lines: number }
     left: { status: number; lines: number }
@@ -145,10 +177,9 @@ t.test('GET /health answers within 50 ms (p99) during a 1M-match CSV export and 
     'each looked-up key is in exactly one match',
   )
   const p99 = percentile(probes, 0.99)
-  const loopP99 = loop.percentile(99) / 1e6
   t.comment(
     `${probes.length} probes: p50 ${percentile(probes, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, ` +
-      `max ${Math.max(...probes).toFixed(1)} ms; event-loop delay p99 ${loopP99.toFixed(1)} ms; ` +
+      `max ${Math.max(...probes).toFixed(1)} ms; the service's event-loop delay p99 ${loopMs.toFixed(1)} ms; ` +
       `lookups p50 ${percentile(
         got.found.map((f) => f.ms),
         0.5,
