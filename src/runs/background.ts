@@ -4,8 +4,9 @@
 // was idle 60% of the time. Threads that do bulk work (runs, exports, report figures) lower their
 // own priority (nice 10), so when the cores are contended the thread that answers requests runs
 // first, and when they are not the bulk work still gets all of it. Threads a background thread
-// starts (CSV part workers, partition helpers) inherit its priority. The embedded database's
-// thread is not one of these: requests wait on it.
+// starts (CSV part workers, partition helpers, the result-set writer) inherit its priority; the
+// same helpers started by `concord reconcile`, which has no event loop to keep free, do not. The
+// embedded database's thread is not one of these: requests wait on it.
 
 import { setPriority } from 'node:os'
 

@@ -3,11 +3,9 @@
 
 import { parentPort } from 'node:worker_threads'
 import { type SetJob, writeSet } from './write-sets.js'
-import { runInBackground } from './background.js'
 
 const port = parentPort
 if (!port) throw new Error('runs/write-sets-worker.ts runs in a worker thread')
-runInBackground()
 
 port.on('message', async (job: SetJob) => {
   try {
