@@ -99,11 +99,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         await app.runs.completedDir(request.principal.workspace, request.params.id),
         offset,
         limit,
-        {
-          pass,
-          ambiguous,
-          key,
-        },
+        { pass, ambiguous, key },
       )
     },
   )
