@@ -6,13 +6,12 @@
 // watches its loop with perf_hooks; the timings are printed (docs/ARCHITECTURE.md keeps them) and
 // the service thread's share asserted.
 
-import { closeSync, openSync, writeSync } from 'node:fs'
-import { join } from 'node:path'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { Worker } from 'node:worker_threads'
 import t from 'tap'
 import { testApp } from './helpers/app.js'
 import { waitForRun } from './helpers/runs.js'
+import { percentile, writeCsvPair } from './helpers/timing.js'
 
 const MATCHES = 1_000_000
 /** Of the matches, those a few cents apart (the second pass); the rest agree to the cent. */
@@ -21,40 +20,25 @@ const NEAR = 50_000
 const FAR = 50_000
 
 /**
- * Left and right files of MATCHES + FAR rows, written 50,000 lines at a time (two million
- * strings held at once would be collected mid-measurement: the test's garbage, not the service's).
- * Row i: exact for i < MATCHES - NEAR, then NEAR rows 1..49 cents apart, then FAR rows 9.99 apart.
+ * Left and right files of MATCHES + FAR rows. Row i: exact for i < MATCHES - NEAR, then NEAR rows
+ * 1..49 cents apart, then FAR rows 9.99 apart.
  */
 function writeFiles(dir: string): void {
-  const left = openSync(join(dir, 'left.csv'), 'w')
-  const right = openSync(join(dir, 'right.csv'), 'w')
-  writeSync(left, 'id,ref,amount,booked\n')
-  writeSync(right, 'id,ref,amount,paid\n')
-  const rows = MATCHES + FAR
-  for (let from = 0; from < rows; from += 50_000) {
-    let l = ''
-    let r = ''
-    for (let i = from; i < Math.min(rows, from + 50_000); i++) {
-      const cents = 100 + ((i * 7919) % 10_000_000)
-      const off = i < MATCHES - NEAR ? 0 : i < MATCHES ? 1 + (i % 49) : 999
-      const day = 1 + (i % 27)
-      const amount = (c: number) => `${Math.floor(c / 100)}.${String(c % 100).padStart(2, '0')}`
-      l += `L${i},R${i},${amount(cents)},2026-01-${String(day).padStart(2, '0')}\n`
-      r += `P${i},R${i},${amount(cents + off)},2026-01-${String(day + (i % 2)).padStart(2, '0')}\n`
-    }
-    writeSync(left, l)
-    writeSync(right, r)
-  }
-  closeSync(left)
-  closeSync(right)
+  const amount = (c: number) => `${Math.floor(c / 100)}.${String(c % 100).padStart(2, '0')}`
+  writeCsvPair(dir, ['id,ref,amount,booked', 'id,ref,amount,paid'], MATCHES + FAR, (i) => {
+    const cents = 100 + ((i * 7919) % 10_000_000)
+    const off = i < MATCHES - NEAR ? 0 : i < MATCHES ? 1 + (i % 49) : 999
+    const day = 1 + (i % 27)
+    return [
+      `L${i},R${i},${amount(cents)},2026-01-${String(day).padStart(2, '0')}\n`,
+      `P${i},R${i},${amount(cents + off)},2026-01-${String(day + (i % 2)).padStart(2, '0')}\n`,
+    ]
+  })
 }
 
 /** This thread's CPU time (Node 23.9+; @types/node does not list it yet). */
 const threadCpu = (since?: NodeJS.CpuUsage): NodeJS.CpuUsage =>
   (process as unknown as { threadCpuUsage(since?: NodeJS.CpuUsage): NodeJS.CpuUsage }).threadCpuUsage(since)
-
-const percentile = (xs: number[], p: number) =>
-  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]
 
 t.test('a 1M-match run report is computed off the event loop: GET /health answers meanwhile', async (t) => {
   const dir = t.testdir({})

@@ -10,41 +10,24 @@
 // another test file on 2 cores its probes read that file's CPU too.
 
 import { spawn } from 'node:child_process'
-import { closeSync, openSync, writeSync } from 'node:fs'
 import { setPriority } from 'node:os'
-import { join } from 'node:path'
 import t from 'tap'
 import { call, serve } from '../helpers/serve.js'
+import { percentile, writeCsvPair } from '../helpers/timing.js'
 
 const ROWS = 1_000_000
 
-/**
- * Two files whose every row matches one on the other side (same ref and amount), in a shuffled
- * order. Written 50,000 lines at a time: two million lines held at once as strings survived into
- * the old generation, and collecting them later paused this process's loop — the one that serves
- * and probes — for up to 87 ms in the middle of the measurement: the test's garbage, not the
- * service's.
- */
+/** Two files whose every row matches one on the other side (same ref and amount), shuffled. */
 function writeFiles(dir: string): void {
-  const left = openSync(join(dir, 'left.csv'), 'w')
-  const right = openSync(join(dir, 'right.csv'), 'w')
-  writeSync(left, 'id,ref,amount,booked\n')
-  writeSync(right, 'id,ref,amount,paid\n')
-  for (let from = 0; from < ROWS; from += 50_000) {
-    let l = ''
-    let r = ''
-    for (let i = from; i < Math.min(ROWS, from + 50_000); i++) {
-      const amount = `${(i * 7919) % 100000}.${String(i % 100).padStart(2, '0')}`
-      l += `L${i},R${i},${amount},2026-01-${String(1 + (i % 28)).padStart(2, '0')}\n`
-      const j = (i * 48271) % ROWS // a permutation: 48271 is prime to 10^6
-      const b = `${(j * 7919) % 100000}.${String(j % 100).padStart(2, '0')}`
-      r += `P${j},R${j},${b},2026-01-${String(1 + (j % 28)).padStart(2, '0')}\n`
-    }
-    writeSync(left, l)
-    writeSync(right, r)
-  }
-  closeSync(left)
-  closeSync(right)
+  writeCsvPair(dir, ['id,ref,amount,booked', 'id,ref,amount,paid'], ROWS, (i) => {
+    const amount = `${(i * 7919) % 100000}.${String(i % 100).padStart(2, '0')}`
+    const j = (i * 48271) % ROWS // a permutation: 48271 is prime to 10^6
+    const b = `${(j * 7919) % 100000}.${String(j % 100).padStart(2, '0')}`
+    return [
+      `L${i},R${i},${amount},2026-01-${String(1 + (i % 28)).padStart(2, '0')}\n`,
+      `P${j},R${j},${b},2026-01-${String(1 + (j % 28)).padStart(2, '0')}\n`,
+    ]
+  })
 }
 
 /** The client: downloads the three exports and runs lookups, in its own process; prints what it got. */
@@ -117,9 +100,6 @@ async function loopP99(base: string): Promise<number> {
   const text = await (await fetch(`${base}/metrics`)).text()
   return Number(/^concord_nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(text)?.[1])
 }
-
-const percentile = (xs: number[], p: number) =>
-  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]
 
 t.test('GET /health answers within 50 ms (p99) during a 1M-match CSV export and key lookups', async (t) => {
   const dir = t.testdir({})
