@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path'
 import t from 'tap'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
+import { migrateToLatest, openDatabase } from '../src/db/connect.js'
 import { migrations } from '../src/db/migrations/index.js'
 import { testApp, testEnv } from './helpers/app.js'
 import { testDatabase } from './helpers/pg.js'
@@ -100,6 +101,45 @@ t.test(
     }
   },
 )
+
+t.test('migrations run while another session creates and drops tables in the same database', async (t) => {
+  // Kysely's own introspector looked up every table of every schema by name, so a table dropped
+  // meanwhile (parallel tests, a second deployment) failed the service's start with "relation …
+  // does not exist"
+  const pgdb = await testDatabase(t)
+  const churn = `${pgdb.schema}_churn`
+  await pgdb.query(`CREATE SCHEMA ${churn}`)
+  t.teardown(() => pgdb.query(`DROP SCHEMA ${churn} CASCADE`).then(() => {}))
+  let stop = false
+  const churning = (async () => {
+    for (let i = 0; !stop; i++) {
+      await pgdb.query(`CREATE TABLE ${churn}.t${i % 4} (id serial, a text, b int, c text)`)
+      await pgdb.query(`DROP TABLE ${churn}.t${i % 4}`)
+    }
+  })()
+  const url = new URL(pgdb.url)
+  url.searchParams.set('options', `-c search_path=${pgdb.schema}`)
+  const database = await openDatabase({ url: url.toString() })
+  t.teardown(() => database.close())
+  const started = Date.now()
+  let rounds = 0
+  try {
+    // the first round creates every table, the later ones find them migrated
+    while (rounds < 3 || Date.now() - started < 1500) {
+      await migrateToLatest(database.db)
+      rounds++
+    }
+  } finally {
+    stop = true
+    await churning
+  }
+  const tables = (await database.db.introspection.getTables()).map((x) => x.name)
+  t.ok(tables.includes('sources') && tables.includes('kysely_migration'), `${rounds} rounds, tables of its own schema`)
+  t.notOk(
+    tables.some((name) => /^t\d$/.test(name)),
+    'the other schema is not looked at',
+  )
+})
 
 async function freePort(): Promise<number> {
   return new Promise((ok) => {

@@ -7,9 +7,10 @@ import { join, resolve } from 'node:path'
 import { once } from 'node:events'
 import type { Worker } from 'node:worker_threads'
 import { PGlite } from '@electric-sql/pglite'
-import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely'
+import { Kysely, sql } from 'kysely'
 import { Migrator } from 'kysely/migration'
 import pg from 'pg'
+import { ServicePGliteDialect, ServicePostgresDialect } from './introspector.js'
 import { migrations } from './migrations/index.js'
 import type { Database } from './schema.js'
 import { lockEmbedded, type DatabaseLock } from './lock.js'
@@ -80,7 +81,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<ServiceDataba
     // query reconnects.
     pool.on('error', () => {})
     pool.on('connect', (client) => client.on('error', () => {}))
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    const db = new Kysely<Database>({ dialect: new ServicePostgresDialect({ pool }) })
     return wrap(db, 'postgres')
   }
   const dir = opts.pgliteDir ?? 'memory://'
@@ -100,7 +101,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<ServiceDataba
     lock?.release()
     throw err
   }
-  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) })
+  const db = new Kysely<Database>({ dialect: new ServicePGliteDialect({ pglite }) })
   const wrapped = wrap(db, 'pglite')
   return {
     ...wrapped,
@@ -210,7 +211,7 @@ async function openOnOwnThread(
     end: () => pool.end(),
     options: pool.options,
   }
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: guarded }) })
+  const db = new Kysely<Database>({ dialect: new ServicePostgresDialect({ pool: guarded }) })
   const wrapped = wrap(db, 'pglite')
   return {
     ...wrapped,
