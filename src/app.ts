@@ -23,6 +23,7 @@ import { ConcordError } from './errors.js'
 import idempotency from './idempotency.js'
 import metrics from './metrics.js'
 import { loopGauge } from './pressure.js'
+import { CompileOnUse } from './compile-on-use.js'
 import { buildSerializer } from './serializer.js'
 import ai from './ai/service.js'
 import auth, { isProbe, rateLimitKey } from './auth/plugin.js'
@@ -87,6 +88,8 @@ class OneLinePerRequest extends LogController {
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  // reply serializers and request validators compile when first used (src/compile-on-use.ts)
+  const compilers = new CompileOnUse()
   const app = Fastify({
     // lines are written by a libuv thread, those that arrive meanwhile joined into one write;
     // pino's default writes each line on the service's thread, a system call per line (about 5%
@@ -102,10 +105,17 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // opening the database may take longer than Fastify's 10 s for a plugin: an embedded one
     // recovering after a crash on a busy machine, a PostgreSQL slow to accept; start-up waits
     pluginTimeout: 120_000,
-    schemaController: { compilersFactory: { buildSerializer } },
+    schemaController: {
+      compilersFactory: {
+        buildSerializer: (shared?: unknown, options?: Parameters<typeof buildSerializer>[1]) =>
+          compilers.wrap(buildSerializer(shared, options)),
+      },
+    },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('config', opts.config)
+  app.decorate('compilers', compilers)
+  app.addHook('onClose', async () => compilers.stop())
   const schemas = [
     ...sharedSchemas,
     ...recipeWireSchemas,
@@ -116,7 +126,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     ...scheduleWireSchemas,
   ]
   for (const schema of schemas) app.addSchema(schema)
-  app.setValidatorCompiler(typeboxValidator(schemas))
+  app.setValidatorCompiler(compilers.wrap(typeboxValidator(schemas)))
   app.setErrorHandler(errorHandler)
   // every reply names its request, so a caller can quote it and an operator find its log lines
   app.addHook('onRequest', async (request, reply) => {

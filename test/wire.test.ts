@@ -6,9 +6,11 @@ import Fastify from 'fastify'
 import t from 'tap'
 import { Type } from 'typebox'
 import { Compile } from 'typebox/compile'
+import { CompileOnUse } from '../src/compile-on-use.js'
 import { ExceptionSchema } from '../src/exceptions/schema.js'
 import { buildSerializer } from '../src/serializer.js'
 import { Nullable, OneOf } from '../src/wire.js'
+import { testApp } from './helpers/app.js'
 
 t.test('Nullable and OneOf accept what the unions accepted, as type lists and enums', async (t) => {
   const schema = Type.Object({
@@ -96,4 +98,37 @@ t.test('a reply serializer is compiled with only the shared schemas it refers to
   t.equal(write({ items: [{ id: 1, tag: 'a', extra: true }] }), '{"items":[{"id":1,"tag":"a"}]}')
   const self = compile({ schema: shared.Item })
   t.equal(self({ id: 2, tag: 'b' }), '{"id":2,"tag":"b"}', 'a reply schema that is itself shared')
+})
+
+t.test('schemas compile on first use; every route of the app compiles, and start-up compiled none', async (t) => {
+  const { app } = await testApp(t)
+  const waiting = app.compilers.waiting
+  // ~100 routes, a validator per request part and a serializer per reply status
+  t.ok(waiting > 200, `${waiting} compilers waited after ready: none ran while the app got ready`)
+  const res = await app.inject({ method: 'GET', url: '/api/sources' })
+  t.equal(res.statusCode, 200)
+  t.ok(app.compilers.waiting < waiting, 'a request compiled what its route needed')
+  const compiled = await app.compilers.compileAll()
+  t.ok(compiled > 200, `${compiled} compiled in the background`)
+  t.equal(app.compilers.waiting, 0, 'nothing left, and no schema threw')
+  t.equal((await app.inject({ method: 'GET', url: '/api/sources' })).statusCode, 200)
+})
+
+t.test('a closing app stops compiling in the background', async (t) => {
+  const compilers = new CompileOnUse()
+  const calls: string[] = []
+  const compiler = compilers.wrap((route: { name: string }) => {
+    calls.push(route.name)
+    return (x: number) => x + 1
+  })
+  const routes = ['a', 'b', 'c'].map((name) => compiler({ name }))
+  t.same(calls, [], 'nothing compiles until used')
+  t.equal(routes[1](1), 2)
+  t.equal(routes[1](2), 3)
+  t.same(calls, ['b'], 'once, on first use')
+  const all = compilers.compileAll()
+  compilers.stop()
+  t.equal(await all, 1, 'the first turn compiled one; the stop was seen before the next')
+  t.same(calls, ['b', 'a'])
+  t.equal(compilers.waiting, 1)
 })
