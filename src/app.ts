@@ -64,6 +64,8 @@ export interface AppOptions {
   config: Config
   /** Share an open database (tests); otherwise the app opens and closes its own. */
   database?: ServiceDatabase
+  /** The service's database, already opening (`concord serve`); the app closes it. */
+  openingDatabase?: Promise<ServiceDatabase>
   logger?: FastifyServerOptions['logger']
   /** The run report's exception aging (src/runs/report/report.ts); without it the report says none are recorded. */
   exceptionAging?: ExceptionAging
@@ -213,7 +215,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   })
   await app.register(multipart, { limits: { fileSize: opts.config.maxUploadBytes, files: 1, fields: 10 } })
 
-  await app.register(dbPlugin, { database: opts.database })
+  await app.register(dbPlugin, { database: opts.database, opening: opts.openingDatabase })
   // the audit trail and the webhook outbox before every service that records into them
   await app.register(audit)
   await app.register(webhooks)

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { once } from 'node:events'
 import type { Worker } from 'node:worker_threads'
-import { PGlite } from '@electric-sql/pglite'
+import type { PGlite } from '@electric-sql/pglite'
 import { Kysely, sql } from 'kysely'
 import { Migrator } from 'kysely/migration'
 import pg from 'pg'
@@ -93,6 +93,9 @@ export async function openDatabase(opts: DatabaseOptions): Promise<ServiceDataba
     return openOnOwnThread(resolve(dir), lock, opts.pgliteDump, opts.onFailure ?? (() => {}))
   let pglite: PGlite
   try {
+    // imported here: an embedded database in a folder runs PGlite on its own thread, and the
+    // service's thread need not load it
+    const { PGlite } = await import('@electric-sql/pglite')
     pglite = await PGlite.create(dir, {
       parsers: { 20: (v: string) => Number(v), 1082: (v: string) => v },
       ...(opts.pgliteDump ? { loadDataDir: opts.pgliteDump } : {}),
