@@ -28,7 +28,10 @@ export function loopGauge(maxDelayMs: number): LoopGauge {
     },
     healthy() {
       if (!histogram || maxDelayMs <= 0) return true
-      const now = { count: histogram.count, sum: histogram.mean * histogram.count, at: performance.now() }
+      // before its first sample a histogram's mean is NaN: carried into `seen`, it made the next
+      // window's mean NaN too, read as overload, and the first requests after /ready got a 503
+      const count = histogram.count
+      const now = { count, sum: count > 0 ? histogram.mean * count : 0, at: performance.now() }
       const turns = now.count - seen.count
       const meanMs = (now.sum - seen.sum) / turns / 1e6 - RESOLUTION_MS
       const elapsed = now.at - seen.at

@@ -166,6 +166,7 @@ t.test('the loop guard counts serving, not start-up, and reads a held loop as ov
     seen.beforeStart = gauge.healthy()
     hold(2000) // start-up work: module loads, the database's first open
     gauge.start()
+    seen.atStart = gauge.healthy() // a check before the loop's first sample (a NaN mean)
     await wait(50)
     seen.afterStart = gauge.healthy()
     hold(1000)
@@ -184,7 +185,8 @@ t.test('the loop guard counts serving, not start-up, and reads a held loop as ov
   const { stdout } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script])
   t.same(JSON.parse(stdout), {
     beforeStart: true, // before the app is ready nothing is measured
-    afterStart: true, // what came before start() does not count
+    atStart: true,
+    afterStart: true, // what came before start() does not count, nor a check before the first sample
     held: false, // a loop held for 1 s in the window is over a 200 ms bound
     quietAgain: true, // the next quiet window is healthy again
     off: true, // a bound of 0 turns the guard off
