@@ -1,7 +1,7 @@
 // Growable column builders: loaders append values one at a time (text, JS numbers, booleans)
 // and get Arrow-layout columns back. Conversions go through values.ts so every loader agrees.
 
-import type { Column } from './column.js'
+import { type Column, stringAt } from './column.js'
 import type { ColumnInfo } from './types.js'
 import { dateAt, NOT_A_DATE } from '../load/csv/bytes.js'
 import {
@@ -375,7 +375,7 @@ export function jsonValue(col: Column, row: number): string | number | boolean |
   if (col.valid !== null && col.valid[row] === 0) return null
   switch (col.type) {
     case 'string':
-      return decoder.decode(col.data.subarray(col.offsets[row], col.offsets[row + 1]))
+      return stringAt(col, row)
     case 'integer':
     case 'float':
       return col.values[row]
@@ -389,4 +389,3 @@ export function jsonValue(col: Column, row: number): string | number | boolean |
       return col.values[row] === 1
   }
 }
-const decoder = new TextDecoder()

@@ -54,9 +54,14 @@ export function isNull(col: Column, row: number): boolean {
   return col.valid !== null && col.valid[row] === 0
 }
 
-const utf8 = new TextDecoder()
+// Node's own UTF-8 slice, called on any Uint8Array: for the short values of a column it is about
+// 3× TextDecoder.decode over a subarray (1M values of ~12 bytes: 77–100 ms against 224–284 ms),
+// which paid for a view object and a generic call per value. Invalid bytes become U+FFFD alike.
+const utf8Slice = (Buffer.prototype as unknown as { utf8Slice(this: Uint8Array, start: number, end: number): string })
+  .utf8Slice
+
 export function stringAt(col: StringColumn, row: number): string {
-  return utf8.decode(col.data.subarray(col.offsets[row], col.offsets[row + 1]))
+  return utf8Slice.call(col.data, col.offsets[row], col.offsets[row + 1])
 }
 
 /** Keeps only the rows listed in `rows` (in that order). */
