@@ -6,6 +6,6 @@ import { fileConnector } from '../src/sources/files.js'
 import type { ConnectorContext } from '../src/sources/registry.js'
 
 export const arrowConnector = (dataDir: string) =>
-  fileConnector('arrow', dataDir, loadArrow, ['arrow', 'feather', 'arrows', 'ipc'])
+  fileConnector('arrow', dataDir, loadArrow, ['arrow', 'feather', 'arrows', 'ipc'], 'arrow')
 
 export default (ctx: ConnectorContext) => arrowConnector(ctx.dataDir)

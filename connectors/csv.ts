@@ -5,6 +5,6 @@ import { fileConnector } from '../src/sources/files.js'
 import type { ConnectorContext } from '../src/sources/registry.js'
 
 export const csvConnector = (dataDir: string) =>
-  fileConnector('csv', dataDir, async (path, signal) => (await loadCsv(path, { signal })).table)
+  fileConnector('csv', dataDir, async (path, signal) => (await loadCsv(path, { signal })).table, ['csv'], 'csv')
 
 export default (ctx: ConnectorContext) => csvConnector(ctx.dataDir)

@@ -4,6 +4,7 @@ import { loadJson } from '../src/engine/load/json.js'
 import { fileConnector } from '../src/sources/files.js'
 import type { ConnectorContext } from '../src/sources/registry.js'
 
-export const jsonConnector = (dataDir: string) => fileConnector('json', dataDir, loadJson, ['json', 'ndjson', 'jsonl'])
+export const jsonConnector = (dataDir: string) =>
+  fileConnector('json', dataDir, loadJson, ['json', 'ndjson', 'jsonl'], 'json')
 
 export default (ctx: ConnectorContext) => jsonConnector(ctx.dataDir)

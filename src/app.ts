@@ -24,6 +24,7 @@ import idempotency from './idempotency.js'
 import metrics from './metrics.js'
 import { loopGauge } from './pressure.js'
 import { CompileOnUse } from './compile-on-use.js'
+import { loadFilesOffThread } from './sources/load-thread.js'
 import { buildSerializer } from './serializer.js'
 import ai from './ai/service.js'
 import auth, { isProbe, rateLimitKey } from './auth/plugin.js'
@@ -116,6 +117,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('config', opts.config)
+  // large source files are parsed on a thread of their own, not on the event loop
+  loadFilesOffThread()
   app.decorate('compilers', compilers)
   app.addHook('onClose', async () => compilers.stop())
   const schemas = [

@@ -4,6 +4,7 @@
 import { readdir, readFile, symlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
+import { offThreadLoads } from '../src/sources/load-thread.js'
 import { datasetsDir, datasetsSkip, testApp } from './helpers/app.js'
 
 const invoicesJson = JSON.stringify([
@@ -366,4 +367,62 @@ t.test('a PostgreSQL source over the API: pushdown shown, password never returne
   t.equal(down.statusCode, 502)
   t.equal(down.json().error, 'source_unreachable')
   t.notMatch(down.body, planted)
+})
+
+t.test('a large file is parsed on the load thread: the same table, its errors as coded replies', async (t) => {
+  // above OFF_THREAD_MIN_BYTES (4 MiB): parsed by sources/load-worker.ts, its columns moved back
+  const n = 150_000
+  const lines = ['id,amount,booked,note']
+  for (let i = 0; i < n; i++)
+    lines.push(
+      `R${i},${(i % 1000) + 0.25},2024-01-${String((i % 28) + 1).padStart(2, '0')},${i % 7 ? `n${i}` : 'café ü'}`,
+    )
+  const big = `${lines.join('\n')}\n`
+  t.ok(big.length > 4 * 1024 * 1024, `${big.length} bytes`)
+  // an unterminated quote near the end: found by the thread, refused as on any other thread
+  const broken = `${big}R-last,1.00,2024-01-01,"open\n`
+  const { app } = await testApp(t, { files: { 'big.csv': big, 'broken.csv': broken } })
+  const before = offThreadLoads.count
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/sources',
+    payload: { alias: 'big', type: 'csv', path: 'big.csv' },
+  })
+  t.equal(created.statusCode, 201, created.body)
+  t.same(
+    created.json().columns.map((c: { name: string; type: string }) => [c.name, c.type]),
+    [
+      ['id', 'string'],
+      ['amount', 'decimal'],
+      ['booked', 'date'],
+      ['note', 'string'],
+    ],
+  )
+  const scoped = await app.inject({
+    method: 'POST',
+    url: '/api/sources/big/load-scoped',
+    payload: { conditions: [{ column: 'amount', op: 'gte', value: '500' }], preview: 2 },
+  })
+  t.equal(scoped.statusCode, 200, scoped.body)
+  t.equal(scoped.json().total_rows, n / 2, 'every row with amount >= 500')
+  t.same(scoped.json().rows, [
+    { id: 'R500', amount: '500.25', booked: '2024-01-25', note: 'n500' },
+    { id: 'R501', amount: '501.25', booked: '2024-01-26', note: 'n501' },
+  ])
+  const unicode = await app.inject({
+    method: 'POST',
+    url: '/api/sources/big/load-scoped',
+    payload: { conditions: [{ column: 'note', op: 'eq', value: 'café ü' }], preview: 1 },
+  })
+  t.equal(unicode.json().total_rows, Math.ceil(n / 7), 'text decoded as it was written')
+
+  const refused = await app.inject({
+    method: 'POST',
+    url: '/api/sources',
+    payload: { alias: 'broken', type: 'csv', path: 'broken.csv' },
+  })
+  t.equal(refused.statusCode, 400, refused.body)
+  t.match(refused.json(), { error: 'malformed_file', message: new RegExp(`^line ${n + 2}: `), suggestion: /quoting/ })
+  t.equal((await app.inject({ method: 'GET', url: '/api/sources/broken' })).statusCode, 404, 'nothing registered')
+  t.equal(offThreadLoads.count - before, 2, 'both files went to the load thread (the first load is cached)')
 })

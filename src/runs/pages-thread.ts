@@ -6,8 +6,7 @@
 // plain objects; the loop only posts the call and receives them (request-thread.ts: started at
 // the first page, kept while the service runs).
 
-import { ConcordError } from '../errors.js'
-import { RequestThread } from './request-thread.js'
+import { RequestThread, revived, type ThreadError } from './request-thread.js'
 import type { forget, matchesPage, storedSchemas, unmatchedPage } from './pages.js'
 
 /** What the worker can be asked: the functions of pages.ts, by name, with their arguments. */
@@ -19,16 +18,7 @@ export type PagesCall =
 
 export type PagesRequest = PagesCall & { id: number }
 
-/** An error as it crosses the thread: a ConcordError's reply fields, or a system error's code. */
-export interface PagesError {
-  concord: boolean
-  code?: string
-  message: string
-  status?: number
-  suggestion?: string
-}
-
-export type PagesReply = { id: number; value: unknown } | { id: number; error: PagesError }
+export type PagesReply = { id: number; value: unknown } | { id: number; error: ThreadError }
 
 export class PagesThread {
   private readonly thread = new RequestThread<PagesReply>('pages-worker', 'result pages thread', (reply) =>
@@ -59,10 +49,4 @@ export class PagesThread {
   private ask(call: PagesCall): Promise<unknown> {
     return this.thread.ask(call)
   }
-}
-
-/** The error as the caller would have seen it on its own thread. */
-function revived(e: PagesError): Error {
-  if (e.concord) return new ConcordError(e.code!, e.message, e.status, e.suggestion)
-  return Object.assign(new Error(e.message), e.code ? { code: e.code } : {})
 }

@@ -3,9 +3,9 @@
 // it, so it keeps its normal priority (not background.ts).
 
 import { parentPort } from 'node:worker_threads'
-import { ConcordError } from '../errors.js'
 import { forget, matchesPage, storedSchemas, unmatchedPage } from './pages.js'
-import type { PagesError, PagesReply, PagesRequest } from './pages-thread.js'
+import type { PagesReply, PagesRequest } from './pages-thread.js'
+import { crossing } from './request-thread.js'
 
 const port = parentPort
 if (!port) throw new Error('runs/pages-worker.ts runs in a worker thread')
@@ -23,11 +23,6 @@ port.on('message', async (request: PagesRequest) => {
             : forget(...request.args)
     port.postMessage({ id, value: value ?? null } satisfies PagesReply)
   } catch (err) {
-    const e = err as Error & { code?: string }
-    const error: PagesError =
-      err instanceof ConcordError
-        ? { concord: true, code: err.code, message: err.message, status: err.status, suggestion: err.suggestion }
-        : { concord: false, message: e.message ?? String(err), ...(typeof e.code === 'string' ? { code: e.code } : {}) }
-    port.postMessage({ id, error } satisfies PagesReply)
+    port.postMessage({ id, error: crossing(err) } satisfies PagesReply)
   }
 })

@@ -4,7 +4,43 @@
 // A thread that dies fails the requests it held, and the next request starts another.
 
 import type { Worker } from 'node:worker_threads'
+import { ConcordError } from '../errors.js'
 import { moduleWorker } from './module-worker.js'
+
+/** An error as it crosses the thread: a ConcordError's reply fields, or a system error's code. */
+export interface ThreadError {
+  concord: boolean
+  code?: string
+  message: string
+  status?: number
+  suggestion?: string
+  details?: Record<string, unknown>
+}
+
+/** What the worker posts for an error it caught. */
+export function crossing(err: unknown): ThreadError {
+  if (err instanceof ConcordError)
+    return {
+      concord: true,
+      code: err.code,
+      message: err.message,
+      status: err.status,
+      suggestion: err.suggestion,
+      ...(err.details ? { details: err.details } : {}),
+    }
+  const e = err as Error & { code?: unknown }
+  return {
+    concord: false,
+    message: e?.message ?? String(err),
+    ...(typeof e?.code === 'string' ? { code: e.code } : {}),
+  }
+}
+
+/** The error as the caller would have seen it on its own thread. */
+export function revived(e: ThreadError): Error {
+  if (e.concord) return new ConcordError(e.code!, e.message, e.status, e.suggestion, e.details)
+  return Object.assign(new Error(e.message), e.code ? { code: e.code } : {})
+}
 
 export class RequestThread<Reply extends { id: number }> {
   private worker: Worker | undefined
@@ -12,13 +48,15 @@ export class RequestThread<Reply extends { id: number }> {
   private nextId = 1
 
   /**
-   * `module`: the worker's module beside this one (moduleWorker); `name`: what the thread is, in
-   * the error of one that stops; `answer`: a reply's value, or the error to reject with.
+   * `module`: the worker's module beside this one, or beside `base` (moduleWorker); `name`: what
+   * the thread is, in the error of one that stops; `answer`: a reply's value, or the error to
+   * reject with.
    */
   constructor(
     private readonly module: string,
     private readonly name: string,
     private readonly answer: (reply: Reply) => { value: unknown } | { error: Error },
+    private readonly base?: string,
   ) {}
 
   /** True once the thread has been started (and not lost since). */
@@ -46,7 +84,7 @@ export class RequestThread<Reply extends { id: number }> {
 
   private thread(): Worker {
     if (this.worker) return this.worker
-    const worker = moduleWorker(this.module)
+    const worker = moduleWorker(this.module, this.base)
     worker.on('message', (reply: Reply) => {
       const waiting = this.pending.get(reply.id)
       if (!waiting) return

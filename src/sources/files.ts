@@ -9,6 +9,7 @@ import { describeTable, sliceRows, type Table, takeRows } from '../engine/data/t
 import type { ColumnInfo, FilterCondition } from '../engine/data/types.js'
 import { ConcordError } from '../errors.js'
 import type { EngineContext, LoadOptions, ScopedTable, Source, SourceConnector } from './connector.js'
+import { loadOffThread, loadsOffThread, type ThreadLoader } from './load-thread.js'
 
 export interface FileSourceConfig {
   /** Inside the data folder: relative to it, or absolute. */
@@ -95,17 +96,23 @@ export function fileConfig(dataDir: string) {
 
 /**
  * The shared part of the file connectors: load the whole file (cached), then filter in the
- * engine with the same semantics as every other connector.
+ * engine with the same semantics as every other connector. `offThread` names the loader the
+ * file load thread runs for large files (load-thread.ts); without it `load` runs where it is asked.
  */
 export function fileConnector(
   type: string,
   dataDir: string,
   load: Loader,
   extensions: readonly string[] = [type],
+  offThread?: ThreadLoader,
 ): SourceConnector<FileSourceConfig> {
   const cache = new FileCache<Table>()
+  const loadWhereBest: Loader = offThread
+    ? async (path, signal) =>
+        loadsOffThread((await stat(path)).size) ? loadOffThread(offThread, path, signal) : load(path, signal)
+    : load
   const tableOf = async (source: Source<FileSourceConfig>, signal?: AbortSignal) =>
-    cache.get(await confinedPath(dataDir, source.config.path), load, signal)
+    cache.get(await confinedPath(dataDir, source.config.path), loadWhereBest, signal)
   return {
     type,
     extensions,
