@@ -4,6 +4,7 @@
 import { realpath, stat } from 'node:fs/promises'
 import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { Type } from 'typebox'
+import { abortable } from '../engine/load/csv/parallel.js'
 import { describeConditions, resolveConditions, selectRows } from '../engine/load/filter.js'
 import { describeTable, sliceRows, type Table, takeRows } from '../engine/data/table.js'
 import type { ColumnInfo, FilterCondition } from '../engine/data/types.js'
@@ -109,10 +110,10 @@ export function fileConnector(
   const cache = new FileCache<Table>()
   const loadWhereBest: Loader = offThread
     ? async (path, signal) =>
-        loadsOffThread((await stat(path)).size) ? loadOffThread(offThread, path, signal) : load(path, signal)
+        loadsOffThread((await stat(path)).size) ? loadOffThread(offThread, path) : load(path, signal)
     : load
   const tableOf = async (source: Source<FileSourceConfig>, signal?: AbortSignal) =>
-    cache.get(await confinedPath(dataDir, source.config.path), loadWhereBest, signal)
+    abortable(cache.get(await confinedPath(dataDir, source.config.path), loadWhereBest, signal), signal)
   return {
     type,
     extensions,

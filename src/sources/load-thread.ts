@@ -46,9 +46,12 @@ export function loadsOffThread(size: number): boolean {
   return enabled && isMainThread && size >= OFF_THREAD_MIN_BYTES
 }
 
-/** Parses the file on the load thread. */
-export async function loadOffThread(loader: ThreadLoader, path: string, signal?: AbortSignal): Promise<Table> {
-  signal?.throwIfAborted()
+/**
+ * Parses the file on the load thread. It takes no signal: the parse runs to its end and the file
+ * cache keeps it for whoever asked meanwhile; a caller that gives up stops waiting on its own
+ * (`abortable` in files.ts), so one client going away does not fail another's load.
+ */
+export async function loadOffThread(loader: ThreadLoader, path: string): Promise<Table> {
   thread ??= new RequestThread<LoadReply>(
     'load-worker',
     'file load thread',
@@ -56,8 +59,5 @@ export async function loadOffThread(loader: ThreadLoader, path: string, signal?:
     import.meta.url,
   )
   offThreadLoads.count++
-  const table = (await thread.ask({ loader, path })) as Table
-  // a request that was cancelled meanwhile still gets its error, as on the calling thread
-  signal?.throwIfAborted()
-  return table
+  return (await thread.ask({ loader, path })) as Table
 }

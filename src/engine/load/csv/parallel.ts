@@ -137,7 +137,8 @@ export async function rowStartAfter(handle: FileHandle, target: number, size: nu
   return i < 0 ? null : target + i + 1
 }
 
-function abortable<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+/** `promise`, or the signal's reason as soon as it aborts (the work itself goes on). */
+export function abortable<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
   if (!signal) return promise
   return new Promise((resolve, reject) => {
     const onAbort = () => reject(signal.reason)
