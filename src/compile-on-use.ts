@@ -17,7 +17,15 @@ export class CompileOnUse {
       let compiled: ((...args: A) => O) | undefined
       const compile = () => {
         if (!compiled) {
-          compiled = compiler(route)
+          try {
+            compiled = compiler(route)
+          } catch (err) {
+            // as Fastify said it at ready(): which route's schema it was
+            const { method, url } = (route ?? {}) as { method?: string; url?: string }
+            throw new Error(`the schema of ${method ?? ''} ${url ?? ''} does not compile: ${String(err)}`, {
+              cause: err,
+            })
+          }
           this.pending.delete(compile)
         }
         return compiled
@@ -34,16 +42,23 @@ export class CompileOnUse {
 
   /**
    * Compiles everything not yet used, one per turn of the loop so requests are served between,
-   * until `stop()` (the app is closing). Throws what a schema's compiler threw.
+   * until `stop()` (the app is closing). A schema that does not compile is skipped (its route's
+   * requests get the error) and, once the rest are compiled, thrown with any others.
    */
   async compileAll(): Promise<number> {
     let n = 0
-    for (const compile of this.pending) {
+    const failed: unknown[] = []
+    for (const compile of [...this.pending]) {
       if (this.stopped) break
-      compile()
-      n++
+      try {
+        compile()
+        n++
+      } catch (err) {
+        failed.push(err)
+      }
       await nextTurn()
     }
+    if (failed.length) throw new AggregateError(failed, `${failed.length} route schemas do not compile`)
     return n
   }
 

@@ -132,3 +132,17 @@ t.test('a closing app stops compiling in the background', async (t) => {
   t.same(calls, ['b', 'a'])
   t.equal(compilers.waiting, 1)
 })
+
+t.test('a schema that does not compile fails its route and is reported after the rest compiled', async (t) => {
+  const compilers = new CompileOnUse()
+  const compiler = compilers.wrap((route: { method: string; url: string }) => {
+    if (route.url === '/bad') throw new Error('unknown keyword')
+    return () => route.url
+  })
+  const bad = compiler({ method: 'GET', url: '/bad' })
+  const good = compiler({ method: 'GET', url: '/good' })
+  t.throws(() => bad(), /the schema of GET \/bad does not compile: Error: unknown keyword/)
+  await t.rejects(compilers.compileAll(), { message: '1 route schemas do not compile' })
+  t.equal(good(), '/good')
+  t.equal(compilers.waiting, 1, 'only the one that does not compile is left')
+})
