@@ -11,14 +11,17 @@ export async function serve(): Promise<void> {
   // each took 1–2 s of a start on an existing data folder, one after the other
   let app: FastifyInstance | undefined
   const openingDatabase = openServiceDatabase(config, () => app?.log)
-  const { buildApp } = await import('./app.js')
   try {
+    const { buildApp } = await import('./app.js')
     app = await buildApp({ config, openingDatabase })
+    await app.ready()
   } catch (err) {
-    await openingDatabase.then((database) => database.close()).catch(() => {})
+    // nothing will serve: the database (an embedded one's thread and lock) closes before the error
+    // is said; an app that was built closes it with itself
+    if (app) await app.close().catch(() => {})
+    else await openingDatabase.then((database) => database.close()).catch(() => {})
     throw err
   }
-  await app.ready()
   if (app.keys.openAtStart && !LOOPBACK.has(config.host)) {
     // no key protects the API: serving other hosts would hand every caller an admin of the default workspace
     app.log.error(
@@ -39,7 +42,12 @@ export async function serve(): Promise<void> {
       { host: config.host },
       'no API key is configured (CONCORD_ADMIN_KEY): open mode, listening on loopback only; every request is an admin of the default workspace',
     )
-  await app.listen({ port: config.port, host: config.host })
+  try {
+    await app.listen({ port: config.port, host: config.host })
+  } catch (err) {
+    await app.close().catch(() => {}) // the port is taken, say: close cleanly, then say why
+    throw err
+  }
   // what no request has needed yet compiles now, between requests, so first requests stay quick
   app.compilers
     .compileAll()

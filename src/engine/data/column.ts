@@ -57,8 +57,16 @@ export function isNull(col: Column, row: number): boolean {
 // Node's own UTF-8 slice, called on any Uint8Array: for the short values of a column it is about
 // 3× TextDecoder.decode over a subarray (1M values of ~12 bytes: 77–100 ms against 224–284 ms),
 // which paid for a view object and a generic call per value. Invalid bytes become U+FFFD alike.
-const utf8Slice = (Buffer.prototype as unknown as { utf8Slice(this: Uint8Array, start: number, end: number): string })
-  .utf8Slice
+// It is not a documented API: where it is missing, TextDecoder does the same. Unlike TextDecoder it
+// keeps a value's leading U+FEFF (a file's byte-order mark is dropped by the loaders before).
+type Utf8Slice = (this: Uint8Array, start: number, end: number) => string
+const utf8 = new TextDecoder()
+const utf8Slice: Utf8Slice =
+  typeof (Buffer.prototype as unknown as { utf8Slice?: Utf8Slice }).utf8Slice === 'function'
+    ? (Buffer.prototype as unknown as { utf8Slice: Utf8Slice }).utf8Slice
+    : function (this: Uint8Array, start: number, end: number) {
+        return utf8.decode(this.subarray(start, end))
+      }
 
 export function stringAt(col: StringColumn, row: number): string {
   return utf8Slice.call(col.data, col.offsets[row], col.offsets[row + 1])
