@@ -1,10 +1,10 @@
 // JSON file sources (a top-level array or NDJSON): loaded whole, filtered in the engine.
 
-import { loadJson } from '../src/engine/load/json.js'
+import { fileLoaders } from '../src/sources/file-loaders.js'
 import { fileConnector } from '../src/sources/files.js'
 import type { ConnectorContext } from '../src/sources/registry.js'
 
 export const jsonConnector = (dataDir: string) =>
-  fileConnector('json', dataDir, loadJson, ['json', 'ndjson', 'jsonl'], 'json')
+  fileConnector('json', dataDir, fileLoaders.json, ['json', 'ndjson', 'jsonl'], 'json')
 
 export default (ctx: ConnectorContext) => jsonConnector(ctx.dataDir)

@@ -10,7 +10,8 @@ import { describeTable, sliceRows, type Table, takeRows } from '../engine/data/t
 import type { ColumnInfo, FilterCondition } from '../engine/data/types.js'
 import { ConcordError } from '../errors.js'
 import type { EngineContext, LoadOptions, ScopedTable, Source, SourceConnector } from './connector.js'
-import { loadOffThread, loadsOffThread, type ThreadLoader } from './load-thread.js'
+import type { ThreadLoader } from './file-loaders.js'
+import { loadOffThread, loadsOffThread } from './load-thread.js'
 
 export interface FileSourceConfig {
   /** Inside the data folder: relative to it, or absolute. */

@@ -8,9 +8,7 @@
 import { isMainThread } from 'node:worker_threads'
 import type { Table } from '../engine/data/table.js'
 import { RequestThread, revived, type ThreadError } from '../runs/request-thread.js'
-
-/** The loaders load-worker.ts runs, by the file type they read. */
-export type ThreadLoader = 'csv' | 'json' | 'arrow'
+import type { ThreadLoader } from './file-loaders.js'
 
 /** Files smaller than this are parsed on the calling thread (a few milliseconds at most). */
 export const OFF_THREAD_MIN_BYTES = 4 * 1024 * 1024

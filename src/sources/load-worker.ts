@@ -4,24 +4,16 @@
 
 import { parentPort } from 'node:worker_threads'
 import type { Table } from '../engine/data/table.js'
-import { loadArrow } from '../engine/load/arrow.js'
-import { loadCsv } from '../engine/load/csv/index.js'
-import { loadJson } from '../engine/load/json.js'
 import { crossing } from '../runs/request-thread.js'
-import type { LoadReply, LoadRequest, ThreadLoader } from './load-thread.js'
+import { fileLoaders } from './file-loaders.js'
+import type { LoadReply, LoadRequest } from './load-thread.js'
 
 const port = parentPort
 if (!port) throw new Error('sources/load-worker.ts runs in a worker thread')
 
-const loaders: Record<ThreadLoader, (path: string) => Promise<Table>> = {
-  csv: async (path) => (await loadCsv(path)).table,
-  json: (path) => loadJson(path),
-  arrow: (path) => loadArrow(path),
-}
-
 port.on('message', async ({ id, loader, path }: LoadRequest) => {
   try {
-    const table = await loaders[loader](path)
+    const table = await fileLoaders[loader](path)
     const reply = { id, value: table } satisfies LoadReply
     try {
       port.postMessage(reply, buffersOf(table))
