@@ -50,6 +50,7 @@ export class CompileOnUse {
     const failed: unknown[] = []
     for (const compile of [...this.pending]) {
       if (this.stopped) break
+      if (!this.pending.has(compile)) continue // a request compiled it meanwhile
       try {
         compile()
         n++
