@@ -11,6 +11,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { tableFromIPC, tableToIPC } from 'apache-arrow'
 import { stringColumn, toArrowTable } from '../engine/data/arrow.js'
+import { type ColumnBuilder, columnBuilder } from '../engine/data/builder.js'
 import type { Table } from '../engine/data/table.js'
 import { fromArrowTable } from '../engine/load/arrow.js'
 import { REASONS, type Reason } from './classify.js'
@@ -21,14 +22,16 @@ export const SIDES = ['left', 'right', 'both'] as const
  * The exceptions a run creates, column by column as the worker classifies them (no object per
  * exception: a run can leave half a million). Amounts stay scaled integer units until a row is
  * shown: the record's amount at its own scale, the amount at risk and the difference at the set's.
+ * The record's key and its candidate's are appended by the caller to `key` and `candidate` (as
+ * UTF-8 bytes copied from the run's key column where it can: batch.ts), one per `add`.
  */
 export class CreatedRows {
   length = 0
   readonly side: Uint8Array
-  readonly key: string[] = []
+  readonly key: ColumnBuilder
   readonly keys: (string | null)[] = []
   readonly match: (string | null)[] = []
-  readonly candidate: (string | null)[] = []
+  readonly candidate: ColumnBuilder
   /** NaN: no amount. */
   readonly amountUnits: Float64Array
   readonly amountScale: Uint8Array
@@ -46,6 +49,13 @@ export class CreatedRows {
     capacity: number,
   ) {
     this.side = new Uint8Array(capacity)
+    // exact: a key is kept as it is ('' included), not trimmed as text from a file would be
+    this.key = columnBuilder({ name: 'record_key', type: 'string', nullable: true }, Math.max(1, capacity), true)
+    this.candidate = columnBuilder(
+      { name: 'candidate_key', type: 'string', nullable: true },
+      Math.max(1, capacity),
+      true,
+    )
     this.amountUnits = new Float64Array(capacity)
     this.amountScale = new Uint8Array(capacity)
     this.atRisk = new Float64Array(capacity)
@@ -55,12 +65,11 @@ export class CreatedRows {
     this.carry = new Uint8Array(capacity)
   }
 
+  /** Adds a row whose key and candidate key the caller has just appended. */
   add(
     side: 'left' | 'right' | 'both',
-    key: string,
     keys: string | null,
     match: string | null,
-    candidate: string | null,
     amountUnits: number,
     amountScale: number,
     atRisk: number,
@@ -71,10 +80,8 @@ export class CreatedRows {
   ): void {
     const i = this.length++
     this.side[i] = side === 'left' ? 0 : side === 'right' ? 1 : 2
-    this.key.push(key)
     this.keys.push(keys)
     this.match.push(match)
-    this.candidate.push(candidate)
     this.amountUnits[i] = amountUnits
     this.amountScale[i] = amountScale
     this.atRisk[i] = atRisk
@@ -136,10 +143,10 @@ export function writeSet(dir: string, rows: CreatedRows, overlay: Overlay): void
       number(rows.difference, n),
       number(rows.reason, n),
       number(rows.carry, n),
-      stringColumn(rows.key),
+      rows.key.finish(),
       stringColumn(rows.keys),
       stringColumn(rows.match),
-      stringColumn(rows.candidate),
+      rows.candidate.finish(),
       { type: 'date', length: n, valid: dateValid, values: date },
     ],
     length: n,

@@ -169,7 +169,7 @@ function sameBytes(l: StringColumn, r: StringColumn): (i: number, j: number) => 
 }
 
 /** A final avalanche so that the low bits, which pick the bucket, depend on every input bit. */
-function mix(h: number): number {
+export function mix(h: number): number {
   h ^= h >>> 16
   h = Math.imul(h, 0x85ebca6b)
   h ^= h >>> 13
