@@ -13,7 +13,7 @@ import {
   type Schemas,
   TypeChecker,
 } from '../../language/types.js'
-import { type Column, stringAt } from '../data/column.js'
+import { type Column, type StringColumn, stringAt } from '../data/column.js'
 import type { LookupSet } from '../data/lookup.js'
 import { likePattern } from '../load/filter.js'
 import { codesOf, jaroWinkler } from '../match/text/jaro.js'
@@ -55,6 +55,19 @@ const compileRuntime = {
   fmtDate: (d: number | null) => (d === null ? null : formatDate(d)),
   fmtTs: (ms: number | null) => (ms === null ? null : formatTimestamp(ms)),
   str: (x: unknown) => (x === null ? null : String(x)),
+  /**
+   * `=` of two text columns' values on their UTF-8 bytes (lazy decoding: nothing decoded); NULL
+   * if either is. Bytes are what `=` compares on text (the C collation, as the join's keys do).
+   */
+  eqBytes: (a: StringColumn, i: number, b: StringColumn, j: number): boolean | null => {
+    if ((a.valid !== null && a.valid[i] === 0) || (b.valid !== null && b.valid[j] === 0)) return null
+    const s = a.offsets[i]
+    const t = b.offsets[j]
+    const n = a.offsets[i + 1] - s
+    if (b.offsets[j + 1] - t !== n) return false
+    for (let k = 0; k < n; k++) if (a.data[s + k] !== b.data[t + k]) return false
+    return true
+  },
   /** One value of a string column (lazy decoding). */
   stringOrNull: (col: Column, row: number): string | null =>
     col.type === 'string' && (col.valid === null || col.valid[row] === 1) ? stringAt(col, row) : null,
@@ -324,6 +337,13 @@ export class ExprCompiler {
   }
 
   comparison(op: string, a: Expr, b: Expr): string {
+    // two text columns compared for equality where rows are read lazily: on their bytes (the
+    // classifier's `l.reference = r.ref` decoded two values per unmatched record)
+    const bytes = this.lazyStrings && (op === '=' || op === '<>') && [this.textColumn(a), this.textColumn(b)]
+    if (bytes && bytes[0] && bytes[1]) {
+      const eq = `H.eqBytes(${bytes[0]}, ${bytes[1]})`
+      return op === '=' ? eq : `H.not(${eq})`
+    }
     const [ca, cb, common] = this.operands(a, b)
     const fn = { '=': 'eq', '<>': 'ne', '<': 'lt', '<=': 'le', '>': 'gt', '>=': 'ge' }[op]!
     if (common.kind === 'string' && op !== '=' && op !== '<>') {
@@ -331,6 +351,15 @@ export class ExprCompiler {
       return `H.${fn}(${cmp}, 0)`
     }
     return `H.${fn}(${ca.code}, ${cb.code})`
+  }
+
+  /** `column, row` arguments for a plain text column of a side's table; undefined for anything else. */
+  private textColumn(e: Expr): string | undefined {
+    if (e.kind !== 'column' || (e.side !== 'l' && e.side !== 'r')) return undefined
+    const table = this.tables[e.side]
+    const col = table.data[table.columns.findIndex((c) => c.name === e.name)]
+    if (col?.type !== 'string') return undefined
+    return `${this.bind(`${e.side}.${e.name}:c`, () => col)}, ${e.side === 'l' ? 'i' : 'j'}`
   }
 
   private arith(e: Extract<Expr, { kind: 'arith' }>, type: ExprType): Compiled {
