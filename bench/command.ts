@@ -11,7 +11,7 @@
 //   npm run bench:command [-- --rows 100000,1000000]
 
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, utimesSync } from 'node:fs'
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { reconFiles, writeRecon } from './gen-recon.js'
 import { AS_NPM_START, median, type Timed, timed, timedReconcile } from './whole-process.js'
@@ -85,6 +85,13 @@ async function server(files: { left: string; right: string }, n: number) {
   }
 }
 
+/** The bytes of the CSV files a run wrote into `dir`. */
+const csvBytes = (dir: string) =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.csv'))
+    .reduce((sum, f) => sum + statSync(join(dir, f)).size, 0)
+const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`
+
 const rows: string[] = []
 const restRows: string[] = []
 for (const n of sizes) {
@@ -115,6 +122,9 @@ for (const n of sizes) {
     )
   }
   serve.stop()
+  // not the same bytes: Concord's unmatched sets carry each record's evidence (closest candidate,
+  // failed pass and conjunct, the reason in words) and its matches the pass, score and deltas
+  const written = `${mb(csvBytes(outs.concord))} / ${mb(csvBytes(outs.duckdb))}`
   const c = median(concord.map((x) => x.ms))
   const d = median(duckdb.map((x) => x.ms))
   const r = median(rest)
@@ -123,13 +133,13 @@ for (const n of sizes) {
   )
   rows.push(
     `| ${n.toLocaleString('en')} | ${c.toFixed(0)} ms | ${d.toFixed(0)} ms | ${(c / d).toFixed(2)}× | ` +
-      `${Math.max(...concord.map((x) => x.rssMiB)).toFixed(0)} / ${Math.max(...duckdb.map((x) => x.rssMiB)).toFixed(0)} MiB |`,
+      `${Math.max(...concord.map((x) => x.rssMiB)).toFixed(0)} / ${Math.max(...duckdb.map((x) => x.rssMiB)).toFixed(0)} MiB | ${written} |`,
   )
 }
 console.log(
-  '\n| rows per side | `concord reconcile … --out` (CSV), median | DuckDB script, median | ratio | peak RSS Concord / DuckDB |',
+  '\n| rows per side | `concord reconcile … --out` (CSV), median | DuckDB script, median | ratio | peak RSS Concord / DuckDB | CSV written Concord / DuckDB |',
 )
-console.log('| --- | --- | --- | --- | --- |')
+console.log('| --- | --- | --- | --- | --- | --- |')
 for (const r of rows) console.log(r)
 console.log(
   '\n| rows per side | REST: POST /api/runs to the last byte of 3 CSV exports, median | DuckDB script, median | ratio |',
