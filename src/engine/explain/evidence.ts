@@ -5,6 +5,7 @@
 import type { Pattern, Preference } from '../../recipes/schema.js'
 import { jsonValue } from '../data/builder.js'
 import { stringAt } from '../data/column.js'
+import { sharedArray } from '../data/shared.js'
 import type { Table } from '../data/table.js'
 import { formatDecimal } from '../data/values.js'
 
@@ -97,15 +98,17 @@ export class MatchBuilder {
 
   constructor(leftLength = 0, rightLength = 0) {
     const cap = Math.max(1024, Math.min(leftLength, rightLength))
-    this.pass = new Int32Array(cap)
-    this.score = new Float64Array(cap)
-    this.ambiguous = new Uint8Array(cap)
-    this.amount = new Float64Array(cap)
-    this.days = new Float64Array(cap)
-    this.leftStart = new Int32Array(cap + 1)
-    this.rightStart = new Int32Array(cap + 1)
-    this.leftRows = new Int32Array(Math.max(1024, leftLength))
-    this.rightRows = new Int32Array(Math.max(1024, rightLength))
+    // in shared memory, as the loaded columns are: the result-set writer's helper thread reads
+    // the match set without a copy (posting it copied ~45 MB for a million matches)
+    this.pass = sharedArray(Int32Array, cap)
+    this.score = sharedArray(Float64Array, cap)
+    this.ambiguous = sharedArray(Uint8Array, cap)
+    this.amount = sharedArray(Float64Array, cap)
+    this.days = sharedArray(Float64Array, cap)
+    this.leftStart = sharedArray(Int32Array, cap + 1)
+    this.rightStart = sharedArray(Int32Array, cap + 1)
+    this.leftRows = sharedArray(Int32Array, Math.max(1024, leftLength))
+    this.rightRows = sharedArray(Int32Array, Math.max(1024, rightLength))
     // zeros mean "none": never written for ordinary matches, so its pages cost nothing
     this.detail = new Int32Array(cap)
   }
@@ -191,10 +194,10 @@ export class MatchBuilder {
     this.rightStart[n] = this.nr
     const { order, passesInOrder } = this.order(passOrder, leftLength)
     if (this.nl === n && this.nr === n) return this.gatherInOrder(order, passesInOrder)
-    const leftStart = new Int32Array(n + 1)
-    const rightStart = new Int32Array(n + 1)
-    const leftRows = new Int32Array(this.nl)
-    const rightRows = new Int32Array(this.nr)
+    const leftStart = sharedArray(Int32Array, n + 1)
+    const rightStart = sharedArray(Int32Array, n + 1)
+    const leftRows = sharedArray(Int32Array, this.nl)
+    const rightRows = sharedArray(Int32Array, this.nr)
     for (let i = 0; i < n; i++) {
       const k = order[i]
       let l = leftStart[i]
@@ -204,11 +207,11 @@ export class MatchBuilder {
       for (let x = this.rightStart[k]; x < this.rightStart[k + 1]; x++) rightRows[r++] = this.rightRows[x]
       rightStart[i + 1] = r
     }
-    const pass = new Int32Array(n)
-    const score = new Float64Array(n)
-    const ambiguous = new Uint8Array(n)
-    const amountDelta = new Float64Array(n)
-    const daysDelta = new Float64Array(n)
+    const pass = sharedArray(Int32Array, n)
+    const score = sharedArray(Float64Array, n)
+    const ambiguous = sharedArray(Uint8Array, n)
+    const amountDelta = sharedArray(Float64Array, n)
+    const daysDelta = sharedArray(Float64Array, n)
     for (let i = 0; i < n; i++) {
       const k = order[i]
       pass[i] = this.pass[k]
@@ -291,14 +294,14 @@ export class MatchBuilder {
     const n = this.n
     // one loop per array type (as in partition.ts): a loop that met several typed-array classes
     // would go megamorphic
-    let spareF64: Float64Array = new Float64Array(n)
+    let spareF64: Float64Array = sharedArray(Float64Array, n)
     const f64 = (src: Float64Array): Float64Array => {
       const out = spareF64
       for (let i = 0; i < n; i++) out[i] = src[order[i]]
       spareF64 = src
       return out.subarray(0, n)
     }
-    let spareI32: Int32Array = new Int32Array(n)
+    let spareI32: Int32Array = sharedArray(Int32Array, n)
     const i32 = (src: Int32Array): Int32Array => {
       const out = spareI32
       for (let i = 0; i < n; i++) out[i] = src[order[i]]
@@ -306,7 +309,7 @@ export class MatchBuilder {
       return out.subarray(0, n)
     }
     const u8 = (src: Uint8Array): Uint8Array => {
-      const out = new Uint8Array(n)
+      const out = sharedArray(Uint8Array, n)
       for (let i = 0; i < n; i++) out[i] = src[order[i]]
       return out
     }
@@ -328,7 +331,7 @@ export class MatchBuilder {
 }
 
 function grow<T extends Int32Array | Float64Array | Uint8Array>(a: T): T {
-  const bigger = new (a.constructor as new (n: number) => T)(a.length * 2)
+  const bigger = sharedArray(a.constructor as unknown as Parameters<typeof sharedArray<T>>[0], a.length * 2)
   bigger.set(a)
   return bigger
 }
