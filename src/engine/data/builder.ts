@@ -140,8 +140,9 @@ class StringBuilder extends BaseBuilder implements ColumnBuilder {
       d.set(this.data.subarray(0, this.size))
       this.data = d
     }
-    // a short value byte by byte: Buffer#copy's call into C++ costs more than copying a key
-    // (bench/exceptions-batch.ts, 477,004 exceptions: 473-601 ms a batch, 514-679 with copy)
+    // a short value byte by byte: Buffer#copy's call into C++ costs more than copying a key or
+    // a field (bench/exceptions-batch.ts: 473-601 ms a batch, 514-679 with copy; bench:pg's
+    // scoped load: 451-483 ms, 549-572 with copy)
     if (n <= 64) for (let k = 0; k < n; k++) this.data[this.size + k] = buf[s + k]
     else buf.copy(this.data, this.size, s, e)
     this.size += n
