@@ -7,7 +7,7 @@
 import type { ColumnBuilder } from '../engine/data/builder.js'
 import type { StringColumn } from '../engine/data/column.js'
 import type { Table } from '../engine/data/table.js'
-import { mix } from '../engine/match/keys.js'
+import { fnv1a, mix } from '../engine/match/keys.js'
 import { comparedColumns, type RunResult } from '../engine/reconcile.js'
 import { matchId, recordKeyReader } from '../engine/explain/evidence.js'
 import type { LookupSet } from '../engine/data/lookup.js'
@@ -292,9 +292,7 @@ class RecordKeys {
     const { offsets, data } = this.column
     const s = offsets[row]
     const e = this.end(row)
-    let h = 0x811c9dc5
-    for (let p = s; p < e; p++) h = Math.imul(h ^ data[p], 0x01000193)
-    for (let at = mix(h) & this.mask; ; at = (at + 1) & this.mask) {
+    for (let at = mix(fnv1a(data, s, e)) & this.mask; ; at = (at + 1) & this.mask) {
       const other = this.slots[at] - 1
       if (other < 0) {
         this.slots[at] = row + 1

@@ -9,13 +9,7 @@
 
 import { open, writeFile } from 'node:fs/promises'
 import type { Data, Table as ArrowTable } from 'apache-arrow'
-
-/** FNV-1a over UTF-8 bytes. */
-function fnv1a(bytes: Uint8Array, from: number, to: number): number {
-  let h = 0x811c9dc5
-  for (let i = from; i < to; i++) h = Math.imul(h ^ bytes[i], 0x01000193)
-  return h >>> 0
-}
+import { fnv1a } from '../engine/match/keys.js'
 
 const encoder = new TextEncoder()
 

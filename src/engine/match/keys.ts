@@ -144,9 +144,7 @@ function hashBytes(col: StringColumn): SideKeys {
       isNull[r] = 1
       continue
     }
-    let h = 0x811c9dc5
-    for (let p = offsets[r], e = offsets[r + 1]; p < e; p++) h = Math.imul(h ^ data[p], 0x01000193)
-    hash[r] = mix(h)
+    hash[r] = mix(fnv1a(data, offsets[r], offsets[r + 1]))
   }
   return { hash, isNull }
 }
@@ -166,6 +164,13 @@ function sameBytes(l: StringColumn, r: StringColumn): (i: number, j: number) => 
     for (let k = 0; k < len; k++) if (ld[s + k] !== rd[t + k]) return false
     return (lz === null || lz[i] === 1) && (rz === null || rz[j] === 1)
   }
+}
+
+/** 32-bit FNV-1a over bytes[from, to): the key hash of the join, of result files' key indexes and of exceptions' keys. */
+export function fnv1a(bytes: Uint8Array, from: number, to: number): number {
+  let h = 0x811c9dc5
+  for (let i = from; i < to; i++) h = Math.imul(h ^ bytes[i], 0x01000193)
+  return h >>> 0
 }
 
 /** A final avalanche so that the low bits, which pick the bucket, depend on every input bit. */
