@@ -303,8 +303,77 @@ const FALSE = encoder.encode('false')
 /**
  * Writes row `i` (within the batch) of one column. A sliced Data's value and offset buffers start
  * at the slice (Arrow slices them); its bitmaps do not, so bits are read at `data.offset + i`.
+ * A cell that reads values in another order than the rows (views: see Gather) has `prepare`,
+ * called with each block of rows before they are written.
  */
-type Cell = (sink: Sink, i: number) => void
+type Cell = ((sink: Sink, i: number) => void) & { prepare?: (start: number, end: number) => void }
+
+/** Rows written a block at a time: a block's gathered offsets and touched bytes stay in cache. */
+const BLOCK = 1024
+
+/**
+ * Where the values of a block of rows lie in a string column read through row numbers (a view's
+ * `rows`: the keys of the other side, in hash or match order, not in the column's order). Each
+ * value costs a cache miss or two; read as each row is written, every miss waits alone (the right
+ * keys of a million matches: ~0.3 s of a ~0.6 s file). Gathered first in tight loops, the
+ * offsets and then one byte of each value, the misses are independent and the processor overlaps
+ * them (~2.5× faster in a scratch test of 750,000 random keys); writing the rows then reads cache.
+ * A row whose value is not a single string (a NULL, a list of several) gets from = to = -1.
+ */
+class Gather {
+  readonly from = new Int32Array(BLOCK)
+  readonly to = new Int32Array(BLOCK)
+  base = 0
+  /** Sum of the touched bytes: kept so the loop that touches them is not optimized away. */
+  touched = 0
+
+  constructor(
+    private readonly offsets: Int32Array,
+    private readonly bytes: Uint8Array,
+  ) {}
+
+  /** Rows start..end, row i reading value rows[i]. */
+  rows(rows: Int32Array, start: number, end: number): void {
+    const { from, to, offsets } = this
+    for (let i = start; i < end; i++) {
+      const r = rows[i]
+      from[i - start] = offsets[r]
+      to[i - start] = offsets[r + 1]
+    }
+    this.touch(start, end)
+  }
+
+  /** Rows start..end of the column itself, in its order: nothing to gather ahead. */
+  direct(start: number, end: number): void {
+    const { from, to, offsets } = this
+    for (let i = start; i < end; i++) {
+      from[i - start] = offsets[i]
+      to[i - start] = offsets[i + 1]
+    }
+    this.base = start
+  }
+
+  /** List rows start..end (starts: each row's first entry); only one-entry lists are gathered. */
+  lists(starts: Int32Array, rows: Int32Array | null, start: number, end: number): void {
+    const { from, to, offsets } = this
+    for (let i = start; i < end; i++) {
+      const a = starts[i]
+      const one = starts[i + 1] - a === 1
+      const r = one ? (rows ? rows[a] : a) : 0
+      from[i - start] = one ? offsets[r] : -1
+      to[i - start] = one ? offsets[r + 1] : -1
+    }
+    this.touch(start, end)
+  }
+
+  private touch(start: number, end: number): void {
+    const { from, to, bytes } = this
+    let sum = this.touched
+    for (let k = 0; k < end - start; k++) if (from[k] < to[k]) sum = (sum + bytes[from[k]]) | 0
+    this.touched = sum
+    this.base = start
+  }
+}
 
 /** Bit `offset + i` of an Arrow bitmap (validity, booleans): bitmaps are not sliced with their Data. */
 function bitReader(bits: Uint8Array, offset: number): (i: number) => boolean {
@@ -372,12 +441,10 @@ function cellOf(field: Field, data: Data): Cell {
     const indices = data.values as Int32Array
     const column = data.dictionary!.data[0]
     if (validity(column) === null && plainBytes(column.values as Uint8Array)) {
-      const offsets = column.valueOffsets as Int32Array
       const bytes = column.values as Uint8Array
-      write = (s, i) => {
-        const r = indices[i]
-        s.plainField(bytes, offsets[r], offsets[r + 1])
-      }
+      const at = new Gather(column.valueOffsets as Int32Array, bytes)
+      write = (s, i) => s.plainField(bytes, at.from[i - at.base], at.to[i - at.base])
+      write.prepare = (start, end) => at.rows(indices, start, end)
     } else {
       const value = cellOf(field, column)
       write = (s, i) => value(s, indices[i])
@@ -422,13 +489,15 @@ function cellOf(field: Field, data: Data): Cell {
     const { offsets, bytes, rows } = stringsOf(data.children[0])!
     const plain = plainBytes(bytes)
     const scratch = new Sink()
+    const at = new Gather(offsets, bytes)
     write = (s, i) => {
+      const from = at.from[i - at.base]
+      if (from >= 0) {
+        const to = at.to[i - at.base]
+        return plain ? s.plainField(bytes, from, to) : s.field(bytes, from, to)
+      }
       const a = starts[i]
       const b = starts[i + 1]
-      if (b - a === 1) {
-        const r = rows ? rows[a] : a
-        return plain ? s.plainField(bytes, offsets[r], offsets[r + 1]) : s.field(bytes, offsets[r], offsets[r + 1])
-      }
       scratch.at = 0
       for (let k = a; k < b; k++) {
         if (k > a) scratch.byte(SEMICOLON)
@@ -438,6 +507,7 @@ function cellOf(field: Field, data: Data): Cell {
       const joined = scratch.bytes()
       s.field(joined, 0, joined.length)
     }
+    write.prepare = (start, end) => at.lists(starts, rows, start, end)
   } else if (DataType.isFloat(type)) {
     const values = data.values as Float64Array
     write = (s, i) => s.float(values[i])
@@ -449,7 +519,10 @@ function cellOf(field: Field, data: Data): Cell {
       if (v !== null && v !== undefined) s.text(String(v))
     }
   }
-  return valid === null ? write : (s, i) => (valid(i) ? write(s, i) : undefined)
+  if (valid === null) return write
+  const cell: Cell = (s, i) => (valid(i) ? write(s, i) : undefined)
+  cell.prepare = write.prepare
+  return cell
 }
 
 /** The columns a set's CSV shows, and the header. */
@@ -516,7 +589,10 @@ function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): 
       ? (i: number) => bytes.subarray(offsets[rows[i]], offsets[rows[i] + 1])
       : (i: number) => bytes.subarray(offsets[i], offsets[i + 1])
   }
-  const candidateKey = key(candidate)
+  // the closest candidates are keys of the other side in its hash order: gathered a block ahead
+  const candidates = stringsOf(candidate)!
+  const candidateBytes = candidates.bytes
+  const near = new Gather(candidates.offsets, candidateBytes)
   const tiedKey = tied ? key(tied) : () => new Uint8Array(0)
   // keys of plain buffers (plainBytes) can be spliced into a plain sentence without a check
   const plainKeys = plainBytes(stringsOf(candidate)!.bytes) && (!tied || plainBytes(stringsOf(tied)!.bytes))
@@ -524,7 +600,6 @@ function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): 
   const conjuncts = (conjunctNames?.length ?? 0) + 1
   const classes: (MissClass | undefined)[] = new Array(((passNames?.length ?? 0) + 1) * conjuncts * 4)
   const scratch = new Sink()
-  const emptyKey = new Uint8Array(0)
   const classOf = (p: number, c: number, t: boolean, tie: boolean): MissClass => {
     const name = p >= 0 ? (passNames?.get(p) as string) : null
     const miss = {
@@ -549,7 +624,14 @@ function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): 
     const plain = plainKeys && reason.every((part) => typeof part === 'string' || plainBytes(part))
     return { fixed: fixed.full[0], reason, plain }
   }
-  return (s, i) => {
+  /** The reason of class `cls` for row i, its candidate's key at bytes from..to. */
+  const reasonInto = (sink: Sink, cls: MissClass, i: number, from: number, to: number) => {
+    for (const part of cls.reason) {
+      if (part === 'candidate') sink.raw(candidateBytes, from, to)
+      else sink.raw(part === 'tied' ? tiedKey(i) : part)
+    }
+  }
+  const cell: Cell = (s, i) => {
     const found = hasCandidate(i)
     const p = found ? passIndex[i] : -1
     const c = found && hasConjunct(i) ? conjunctIndex[i] : -1
@@ -558,18 +640,19 @@ function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): 
     const tie = found && tiedTo
     const id = (((p + 1) * conjuncts + (c + 1)) * 2 + (t ? 1 : 0)) * 2 + (tie ? 1 : 0)
     const cls = (classes[id] ??= classOf(p, c, t, tie))
-    const cand = found ? candidateKey(i) : emptyKey
-    if (plainKeys) s.plainField(cand, 0, cand.length)
-    else s.field(cand, 0, cand.length)
+    const from = found ? near.from[i - near.base] : 0
+    const to = found ? near.to[i - near.base] : 0
+    if (plainKeys) s.plainField(candidateBytes, from, to)
+    else s.field(candidateBytes, from, to)
     s.raw(cls.fixed)
     if (cls.plain) {
       // written in place; quoted after all only when whitespace ends up at an edge
-      const from = s.at
-      for (const part of cls.reason) s.raw(part === 'candidate' ? cand : part === 'tied' ? tiedKey(i) : part)
-      s.quoteIfEdgeSpace(from)
+      const start = s.at
+      reasonInto(s, cls, i, from, to)
+      s.quoteIfEdgeSpace(start)
     } else {
       scratch.at = 0
-      for (const part of cls.reason) scratch.raw(part === 'candidate' ? cand : part === 'tied' ? tiedKey(i) : part)
+      reasonInto(scratch, cls, i, from, to)
       const reason = scratch.bytes()
       s.field(reason, 0, reason.length)
     }
@@ -579,6 +662,10 @@ function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): 
       s.field(k, 0, k.length)
     }
   }
+  cell.prepare = candidates.rows
+    ? (start, end) => near.rows(candidates.rows!, start, end)
+    : (start, end) => near.direct(start, end)
+  return cell
 }
 
 /** A class of nearest misses: its fixed cells and its reason with places for the two keys. */
@@ -623,13 +710,18 @@ function writeRows(sink: Sink, schema: Schema, batch: RecordBatch, set: ResultSe
   if (!side && schema.fields.some((f) => f.name === 'weights')) cells.push(waterfallCell(schema, batch))
   const n = batch.numRows
   const last = cells.length - 1
-  for (let i = 0; i < n; i++) {
-    for (let c = 0; c < last; c++) {
-      cells[c](sink, i)
-      sink.byte(COMMA)
+  const prepares = cells.flatMap((c) => (c.prepare ? [c.prepare] : []))
+  for (let start = 0; start < n; start += BLOCK) {
+    const end = Math.min(n, start + BLOCK)
+    for (const prepare of prepares) prepare(start, end)
+    for (let i = start; i < end; i++) {
+      for (let c = 0; c < last; c++) {
+        cells[c](sink, i)
+        sink.byte(COMMA)
+      }
+      cells[last](sink, i)
+      sink.endRow()
     }
-    cells[last](sink, i)
-    sink.endRow()
   }
 }
 

@@ -241,13 +241,19 @@ function matchesTable(
   { set: m, numbers }: { set: MatchSet; numbers: Int32Array },
   passes: PassInfo[],
   keys: KeyRows,
+  views: boolean,
 ): ArrowTable {
   const patterns = [...new Set(passes.map((p) => p.pattern))]
   const patternOfPass = passes.map((p) => patterns.indexOf(p.pattern))
   const patternIndex = new Int32Array(m.count)
   for (let k = 0; k < m.count; k++) patternIndex[k] = patternOfPass[m.pass[k]]
+  // encoded at once (views), the numbers themselves: the CSV writer spells match_no as the id
+  // (csv.ts), so the million id strings (~40 ms) are not made only to be copied
+  const id: Record<string, Vector> = views
+    ? { match_no: makeVector(makeData({ type: new Int32(), length: m.count, nullCount: 0, data: numbers })) }
+    : { match_id: makeVector(arrowData(matchIds(numbers))) }
   return new ArrowTable({
-    match_id: makeVector(arrowData(matchIds(numbers))),
+    ...id,
     pass: dictionaryVector(
       passes.map((p) => p.name),
       m.pass,
@@ -344,7 +350,7 @@ export function resultTables(
     ['ambiguous', 1],
   ] as const) {
     if (!sets.includes(set)) continue
-    const table = matchesTable(matchesFlagged(m, flag), passes, keys)
+    const table = matchesTable(matchesFlagged(m, flag), passes, keys, views)
     // pages read the passes (probabilistic ones: the waterfalls' comparisons) from the file
     table.schema.metadata.set('concord.passes', JSON.stringify(passes))
     out[set] = table
