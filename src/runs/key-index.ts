@@ -74,15 +74,17 @@ export function buildKeyIndex(table: ArrowTable): Uint8Array {
       base += batch.numRows
     }
   }
-  // sorted by hash with a stable two-pass radix sort (16 bits a pass), rows carried along
+  // sorted by hash with a stable radix sort, rows carried along: four passes of 8 bits, whose 256
+  // destinations a pass scatters to stay in cache (two passes of 16 bits scattered to 65,536 and
+  // took ~1.4x as long on 1.5M keys, a scratch test)
   let h2 = new Uint32Array(n)
   let r2 = new Int32Array(n)
-  for (const shift of [0, 16]) {
-    const counts = new Int32Array(65537)
-    for (let i = 0; i < n; i++) counts[((h[i] >>> shift) & 0xffff) + 1]++
-    for (let b = 0; b < 65536; b++) counts[b + 1] += counts[b]
+  for (const shift of [0, 8, 16, 24]) {
+    const counts = new Int32Array(257)
+    for (let i = 0; i < n; i++) counts[((h[i] >>> shift) & 0xff) + 1]++
+    for (let b = 0; b < 256; b++) counts[b + 1] += counts[b]
     for (let i = 0; i < n; i++) {
-      const at = counts[(h[i] >>> shift) & 0xffff]++
+      const at = counts[(h[i] >>> shift) & 0xff]++
       h2[at] = h[i]
       r2[at] = r[i]
     }

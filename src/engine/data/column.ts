@@ -84,6 +84,12 @@ export function takeColumn(col: Column, rows: Int32Array): Column {
   return { ...col, length: n, valid, values: takeU8(col.values, rows) } as Column
 }
 
+/**
+ * The values at `rows`, copied. Rows in another order than the column's (a match set's keys of
+ * the other side, in hash order) make each value a cache miss or two; touched one block at a
+ * time in a tight loop first, their misses overlap, and the copy then reads cache: 750,000
+ * random keys of a million in ~40-80 ms instead of ~250 ms (a scratch test).
+ */
 function takeStrings(
   offsets: Int32Array,
   data: Uint8Array,
@@ -91,15 +97,30 @@ function takeStrings(
 ): { offsets: Int32Array; data: Uint8Array } {
   const n = rows.length
   const out = new Int32Array(n + 1)
-  for (let i = 0; i < n; i++) out[i + 1] = out[i] + offsets[rows[i] + 1] - offsets[rows[i]]
-  const bytes = new Uint8Array(out[n])
+  const from = new Int32Array(n)
   for (let i = 0; i < n; i++) {
-    // a byte loop: subarray() + set() per value allocates, and values are short
-    let at = out[i]
-    for (let p = offsets[rows[i]], e = offsets[rows[i] + 1]; p < e; p++) bytes[at++] = data[p]
+    const start = offsets[rows[i]]
+    from[i] = start
+    out[i + 1] = out[i] + offsets[rows[i] + 1] - start
   }
+  const bytes = new Uint8Array(out[n])
+  let touched = 0
+  for (let block = 0; block < n; block += TOUCH_BLOCK) {
+    const end = Math.min(n, block + TOUCH_BLOCK)
+    for (let i = block; i < end; i++) if (out[i + 1] > out[i]) touched = (touched + data[from[i]]) | 0
+    for (let i = block; i < end; i++) {
+      // a byte loop: subarray() + set() per value allocates, and values are short
+      let at = out[i]
+      for (let p = from[i], e = p + out[i + 1] - at; p < e; p++) bytes[at++] = data[p]
+    }
+  }
+  // kept so the touching loop is not optimized away
+  _touched = touched
   return { offsets: out, data: bytes }
 }
+
+const TOUCH_BLOCK = 1024
+let _touched = 0
 
 function takeF64(src: Float64Array, rows: Int32Array): Float64Array {
   const out = new Float64Array(rows.length)
