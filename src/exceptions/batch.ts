@@ -16,7 +16,7 @@ import { formatUnits } from '../engine/explain/summary.js'
 import { exactDecimal } from '../language/decimal.js'
 import type { Recipe } from '../recipes/schema.js'
 import { CreatedRows, type Overlay } from './sidecar.js'
-import { classifySide, differenceScale, present, REASONS, type ValueColumn, valueColumn } from './classify.js'
+import { differenceScale, sideClassifier, present, REASONS, type ValueColumn, valueColumn } from './classify.js'
 
 /** The open exceptions of the run's recipe, by side, as the service read them when the run started. */
 export interface OpenItems {
@@ -119,11 +119,17 @@ export function exceptionBatch(
     const ownKeys = recordKeys[side]
     const otherKeys = side === 'left' ? recordKeys.right : recordKeys.left
     const own = amount[s]
-    const { reason, difference } = classifySide(
+    const { reason, difference, classify } = sideClassifier(
       { recipe, result, amount, lookups, feeShare: feeShare && feeShare.units > 0n ? feeShare : null },
       side,
     )
+    const candidates = side === 'left' ? result.right : result.left
     for (let k = 0; k < u.rows.length; k++) {
+      if (k % TOUCH_BLOCK === 0) {
+        const end = Math.min(u.rows.length, k + TOUCH_BLOCK)
+        touchRows(candidates, u.candidate, k, end)
+        classify(k, end)
+      }
       const row = u.rows[k]
       const hasAmount = present(own, row)
       const units = hasAmount ? own!.values[row] : Number.NaN
@@ -159,10 +165,11 @@ export function exceptionBatch(
 
   const m = result.matches
   for (let k = 0; k < m.count; k++) {
+    // most matches are clean, and with no open items there is nothing to do for them: no views made
+    if (!m.ambiguous[k] && !anyOpen) continue
     const leftRows = m.leftRows.subarray(m.leftStart[k], m.leftStart[k + 1])
     const rightRows = m.rightRows.subarray(m.rightStart[k], m.rightStart[k + 1])
     if (!m.ambiguous[k]) {
-      if (!anyOpen) continue
       // a clean match closes the open exceptions of its records
       for (const [side, list] of [
         ['left', leftRows],
@@ -217,15 +224,32 @@ export function exceptionBatch(
     )
   }
 
-  const byReason: ExceptionBatch['byReason'] = {}
-  const sums = new Map<string, bigint>()
+  // per reason, units summed in doubles while they stay exact (below 2^53), moved into a BigInt
+  // before they could pass it: a BigInt per exception cost ~17 ms on 477,004 of them
+  const counts = new Int32Array(REASONS.length)
+  const partial = new Float64Array(REASONS.length)
+  const summed = new Uint8Array(REASONS.length)
+  const sums = REASONS.map(() => 0n)
   for (let i = 0; i < rows.length; i++) {
-    const reason = REASONS[rows.reason[i]]
-    byReason[reason] ??= { count: 0, amount_at_risk: null }
-    byReason[reason].count++
-    if (!Number.isNaN(rows.atRisk[i])) sums.set(reason, (sums.get(reason) ?? 0n) + BigInt(rows.atRisk[i]))
+    const r = rows.reason[i]
+    counts[r]++
+    const units = rows.atRisk[i]
+    if (Number.isNaN(units)) continue
+    summed[r] = 1
+    const x = partial[r] + units
+    if (x > EXACT || x < -EXACT) {
+      sums[r] += BigInt(partial[r]) + BigInt(units)
+      partial[r] = 0
+    } else partial[r] = x
   }
-  for (const [reason, units] of sums) byReason[reason].amount_at_risk = formatUnits(units, scale)
+  const byReason: ExceptionBatch['byReason'] = {}
+  for (let r = 0; r < REASONS.length; r++) {
+    if (counts[r] === 0) continue
+    byReason[REASONS[r]] = {
+      count: counts[r],
+      amount_at_risk: summed[r] ? formatUnits(sums[r] + BigInt(partial[r]), scale) : null,
+    }
+  }
 
   return {
     count: rows.length,
@@ -237,6 +261,43 @@ export function exceptionBatch(
     duplicateKeys,
   }
 }
+
+/**
+ * Unmatched records are classified and written a block at a time. Their own rows come in order,
+ * but their candidates are rows of the other side in any order, and each is read several times
+ * (its amount, its key, the conjuncts checked again): a cache miss each time, every one waiting
+ * alone. Touching every column of a block's candidates first, in a tight loop, overlaps those
+ * misses, and the block's work then reads cache: a modest gain (the batch of the 1M x 1M
+ * workload's 477,004 exceptions, five processes each way: wall median 887 against 923 ms).
+ */
+const TOUCH_BLOCK = 1024
+
+/** Sums of units stay exact in a double up to here (each unit count itself is below 2^53). */
+const EXACT = 2 ** 52
+
+/** Reads one byte of every column of `table` at rows[from..to) (-1: none); returns their sum. */
+function touchRows(table: Table, rows: Int32Array, from: number, to: number): number {
+  let sum = 0
+  for (const col of table.data) {
+    if (col.type === 'string') {
+      const { offsets, data } = col
+      for (let k = from; k < to; k++) {
+        const row = rows[k]
+        if (row >= 0) sum = (sum + data[offsets[row]]) | 0
+      }
+    } else {
+      const values = col.values
+      for (let k = from; k < to; k++) {
+        const row = rows[k]
+        if (row >= 0) sum = (sum + values[row]) | 0
+      }
+    }
+  }
+  _touched = sum
+  return sum
+}
+/** The last sum touchRows read: kept, so its loads are not optimized away. */
+let _touched = 0
 
 /**
  * A side's record keys as a run's exceptions need them: appended to the set file's key columns,

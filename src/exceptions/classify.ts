@@ -85,6 +85,20 @@ export function differenceScale(amount: ClassifyContext['amount']): number {
 
 /** Classifies every unmatched record of one side. */
 export function classifySide(ctx: ClassifyContext, side: 'left' | 'right'): Classified {
+  const side_ = sideClassifier(ctx, side)
+  side_.classify(0, side_.reason.length)
+  return side_
+}
+
+/**
+ * The classification of one side's unmatched records, filled a range at a time by `classify`
+ * (records from..to): the caller works through them in blocks, each block's candidates read
+ * from cache (batch.ts).
+ */
+export function sideClassifier(
+  ctx: ClassifyContext,
+  side: 'left' | 'right',
+): Classified & { classify(from: number, to: number): void } {
   const { result } = ctx
   const u = side === 'left' ? result.unmatchedLeft : result.unmatchedRight
   const n = u.rows.length
@@ -99,51 +113,53 @@ export function classifySide(ctx: ClassifyContext, side: 'left' | 'right'): Clas
   const takers = new Takers(ctx, side)
   const reason = new Array<Reason>(n)
   const difference = new Float64Array(n).fill(Number.NaN)
-  for (let k = 0; k < n; k++) {
-    const row = u.rows[k]
-    const cand = u.candidate[k]
-    const p = u.pass[k]
-    if (cand >= 0 && present(own, row) && present(other, cand))
-      difference[k] = own!.values[row] * POW10[scale - own!.scale] - other!.values[cand] * POW10[scale - other!.scale]
-    if (u.tiedWith[k] >= 0) {
-      reason[k] = 'duplicate'
-      continue
-    }
-    if (cand < 0 || p < 0) {
-      reason[k] = 'missing_counterpart'
-      continue
-    }
-    const pass = ctx.recipe.passes[p]
-    const conj = u.conjunct[k]
-    if (conj < 0) {
-      // the candidate satisfied every conjunct of the pass
-      reason[k] = u.candidateTaken[k]
-        ? 'duplicate'
-        : pass.pattern !== '1:1' && !isProbabilistic(pass)
-          ? 'amount_outside_tolerance'
-          : 'other'
-      continue
-    }
-    if (u.candidateTaken[k]) {
-      reason[k] = takers.sameAmount(row, cand) ? 'duplicate' : 'missing_counterpart'
-      continue
-    }
-    const kind = passes[p]?.kinds[conj] ?? 'other'
-    if (kind === 'date') reason[k] = 'date_outside_window'
-    else if (kind !== 'amount') reason[k] = 'other'
-    else {
-      const [l, r] = side === 'left' ? [row, cand] : [cand, row]
-      const d = difference[k]
-      const feeLike =
-        !Number.isNaN(d) &&
-        d !== 0 &&
-        Math.sign(own!.values[row]) === Math.sign(other!.values[cand]) &&
-        holds.otherThanAmounts(p, l, r) &&
-        (fees.stated(Math.abs(d), l, r) || fees.withinShare(Math.abs(d), own!, row, other!, cand))
-      reason[k] = feeLike ? 'fee_variance' : 'amount_outside_tolerance'
+  const classify = (from: number, to: number) => {
+    for (let k = from; k < to; k++) {
+      const row = u.rows[k]
+      const cand = u.candidate[k]
+      const p = u.pass[k]
+      if (cand >= 0 && present(own, row) && present(other, cand))
+        difference[k] = own!.values[row] * POW10[scale - own!.scale] - other!.values[cand] * POW10[scale - other!.scale]
+      if (u.tiedWith[k] >= 0) {
+        reason[k] = 'duplicate'
+        continue
+      }
+      if (cand < 0 || p < 0) {
+        reason[k] = 'missing_counterpart'
+        continue
+      }
+      const pass = ctx.recipe.passes[p]
+      const conj = u.conjunct[k]
+      if (conj < 0) {
+        // the candidate satisfied every conjunct of the pass
+        reason[k] = u.candidateTaken[k]
+          ? 'duplicate'
+          : pass.pattern !== '1:1' && !isProbabilistic(pass)
+            ? 'amount_outside_tolerance'
+            : 'other'
+        continue
+      }
+      if (u.candidateTaken[k]) {
+        reason[k] = takers.sameAmount(row, cand) ? 'duplicate' : 'missing_counterpart'
+        continue
+      }
+      const kind = passes[p]?.kinds[conj] ?? 'other'
+      if (kind === 'date') reason[k] = 'date_outside_window'
+      else if (kind !== 'amount') reason[k] = 'other'
+      else {
+        const [l, r] = side === 'left' ? [row, cand] : [cand, row]
+        const d = difference[k]
+        const feeLike =
+          !Number.isNaN(d) &&
+          d !== 0 &&
+          Math.sign(own!.values[row]) === Math.sign(other!.values[cand]) &&
+          holds.otherThanAmounts(p, l, r) &&
+          (fees.stated(Math.abs(d), l, r) || fees.withinShare(Math.abs(d), own!, row, other!, cand))
+        reason[k] = feeLike ? 'fee_variance' : 'amount_outside_tolerance'
+      }
     }
   }
-  return { reason, difference }
+  return { reason, difference, classify }
 }
 
 /** The records of a side that took the candidates of its unmatched records (the match holding each candidate). */
