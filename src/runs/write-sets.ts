@@ -90,7 +90,7 @@ export async function writeSets(
   const minRows =
     opts.helperMinRows ?? (format === 'csv' || (alongside && sharedColumns(input)) ? HELPER_MIN_ROWS : Infinity)
   if (rows < minRows) return onThisThread()
-  const helper = opts.helper ? opts.helper() : moduleWorker('write-sets-worker')
+  const helper = opts.helper ? opts.helper() : takeHelper()
   const failed: ResultSet[] = []
   const onHelper = async () => {
     for (let set = queue.shift(); set; set = queue.shift()) {
@@ -104,8 +104,43 @@ export async function writeSets(
     await Promise.all([onHelper(), onThisThread()])
     for (const set of failed) await writeSet({ input, set, out, format })
   } finally {
-    await helper.terminate()
+    // a helper of our own goes back for the next call unless it failed; a test's is ended
+    if (helper === kept && !failed.length) giveBack()
+    else {
+      if (helper === kept) kept = null
+      await helper.terminate()
+    }
   }
+}
+
+/**
+ * The helper, kept for the next call once it has written its sets: a service's run worker writes
+ * one run after another, and a fresh helper takes ~0.1 s to start and writes its first set with
+ * code not yet optimized. Idle, it does not keep the process alive. One that failed a set is
+ * ended, and the next call starts another; a call made while it is busy gets one of its own.
+ */
+let kept: Worker | null = null
+let keptBusy = false
+
+function takeHelper(): Worker {
+  if (kept && keptBusy) return moduleWorker('write-sets-worker')
+  if (!kept) {
+    const worker = moduleWorker('write-sets-worker')
+    // an idle helper that fails just exits and is dropped; a busy one's error reaches onWorker
+    worker.on('error', () => {})
+    worker.once('exit', () => {
+      if (kept === worker) kept = null
+    })
+    kept = worker
+  }
+  keptBusy = true
+  kept.ref()
+  return kept
+}
+
+function giveBack(): void {
+  keptBusy = false
+  kept?.unref()
 }
 
 /** Posts one set; true when the helper wrote it, false when it failed or stopped. */
