@@ -16,7 +16,7 @@ import { moduleWorker } from './module-worker.js'
 import { type ResultSet, type ResultsInput, resultTables, writeArrowSet } from './results.js'
 
 /** Below this many result rows one thread writes everything: a helper takes ~0.1 s to start. */
-const HELPER_MIN_ROWS = 100_000
+export const HELPER_MIN_ROWS = 100_000
 
 /** Costliest first (matches: two key lists to gather), so the last set to finish is a small one. */
 const ORDER: ResultSet[] = ['matches', 'unmatched-left', 'unmatched-right', 'ambiguous']
@@ -136,6 +136,17 @@ function takeHelper(): Worker {
   keptBusy = true
   kept.ref()
   return kept
+}
+
+/**
+ * Starts the helper ahead of a large run's writing, so it boots while the run matches (on the
+ * core matching leaves idle) instead of delaying its first set: `concord reconcile --out` calls it
+ * once the loaded sides are known to be large.
+ */
+export function warmHelper(): void {
+  if (kept) return
+  takeHelper()
+  giveBack()
 }
 
 function giveBack(): void {
