@@ -62,11 +62,19 @@ export class FileCache<T> {
   private readonly entries = new Map<string, Promise<T>>()
   constructor(private readonly capacity = 4) {}
 
+  /** Entries held (for tests). */
+  get size(): number {
+    return this.entries.size
+  }
+
   async get(path: string, load: Loader<T>, signal?: AbortSignal): Promise<T> {
     const s = await stat(path)
     const key = `${path}\0${s.size}\0${s.mtimeMs}`
     let entry = this.entries.get(key)
     if (!entry) {
+      // an older version of the file can never be asked for again: its table goes now, not when
+      // newer entries push it out (a file rewritten daily held two 1M-row tables, one stale)
+      for (const old of [...this.entries.keys()]) if (old.startsWith(`${path}\0`)) this.entries.delete(old)
       entry = load(path, signal)
       this.entries.set(key, entry)
       entry.catch(() => this.entries.delete(key))
