@@ -83,17 +83,10 @@ export function differenceScale(amount: ClassifyContext['amount']): number {
   return Math.max(amount.l?.scale ?? 0, amount.r?.scale ?? 0)
 }
 
-/** Classifies every unmatched record of one side. */
-export function classifySide(ctx: ClassifyContext, side: 'left' | 'right'): Classified {
-  const side_ = sideClassifier(ctx, side)
-  side_.classify(0, side_.reason.length)
-  return side_
-}
-
 /**
- * The classification of one side's unmatched records, filled a range at a time by `classify`
- * (records from..to): the caller works through them in blocks, each block's candidates read
- * from cache (batch.ts).
+ * Classifies the unmatched records of one side a range at a time: `classify(from, to)` fills
+ * `reason` and `difference` for records from..to. The caller works through them in blocks, each
+ * block's candidates read from cache (batch.ts).
  */
 export function sideClassifier(
   ctx: ClassifyContext,
