@@ -21,7 +21,7 @@ import { type ConnectorContext, type ConnectorRegistry, loadConnectors } from '.
 import { FilterConditionSchema } from '../sources/schemas.js'
 import { type JobProgress, runJob } from './job.js'
 import type { ResultsInput } from './results.js'
-import { HELPER_MIN_ROWS, warmHelper, writeSets } from './write-sets.js'
+import { warmHelper, writeSets } from './write-sets.js'
 import { RECONCILE_USAGE } from './usage.js'
 
 export { RECONCILE_USAGE }
@@ -362,8 +362,7 @@ async function run(
   }
   const onProgress = (p: JobProgress) => {
     // the set writer's helper boots while the sides are matched (one core is mostly idle then)
-    const rows = Math.max(p.rows_loaded.left ?? 0, p.rows_loaded.right ?? 0)
-    if (outDir && p.phase === 'matching' && rows >= HELPER_MIN_ROWS) warmHelper()
+    if (outDir && p.phase === 'matching') warmHelper(Math.max(p.rows_loaded.left ?? 0, p.rows_loaded.right ?? 0))
     if (tty) io.stderr.write(progressBar(p))
   }
   const summary = await runJob(spec, onProgress, {

@@ -16,7 +16,7 @@ import { moduleWorker } from './module-worker.js'
 import { type ResultSet, type ResultsInput, resultTables, writeArrowSet } from './results.js'
 
 /** Below this many result rows one thread writes everything: a helper takes ~0.1 s to start. */
-export const HELPER_MIN_ROWS = 100_000
+const HELPER_MIN_ROWS = 100_000
 
 /** Costliest first (matches: two key lists to gather), so the last set to finish is a small one. */
 const ORDER: ResultSet[] = ['matches', 'unmatched-left', 'unmatched-right', 'ambiguous']
@@ -139,12 +139,14 @@ function takeHelper(): Worker {
 }
 
 /**
- * Starts the helper ahead of a large run's writing, so it boots while the run matches (on the
- * core matching leaves idle) instead of delaying its first set: `concord reconcile --out` calls it
- * once the loaded sides are known to be large.
+ * Starts the helper ahead of a run's writing, so it boots while the run matches (on the core
+ * matching leaves idle) instead of delaying its first set: `concord reconcile --out` calls it with
+ * the larger side's row count once the sides are loaded. The same threshold as writeSets', on an
+ * estimate: a result has a row per unmatched record and per match, as many as the side's records
+ * under 1:1 passes (fewer where a match groups records; a helper started then is unused, idle).
  */
-export function warmHelper(): void {
-  if (kept) return
+export function warmHelper(loadedRows: number): void {
+  if (kept || loadedRows < HELPER_MIN_ROWS) return
   takeHelper()
   giveBack()
 }
