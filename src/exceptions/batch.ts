@@ -275,8 +275,8 @@ const TOUCH_BLOCK = 1024
 /** Sums of units stay exact in a double up to here (each unit count itself is below 2^53). */
 const EXACT = 2 ** 52
 
-/** Reads one byte of every column of `table` at rows[from..to) (-1: none); returns their sum. */
-function touchRows(table: Table, rows: Int32Array, from: number, to: number): number {
+/** Reads one byte of every column of `table` at rows[from..to) (-1: none). */
+function touchRows(table: Table, rows: Int32Array, from: number, to: number): void {
   let sum = 0
   for (const col of table.data) {
     if (col.type === 'string') {
@@ -294,7 +294,6 @@ function touchRows(table: Table, rows: Int32Array, from: number, to: number): nu
     }
   }
   _touched = sum
-  return sum
 }
 /** The last sum touchRows read: kept, so its loads are not optimized away. */
 let _touched = 0

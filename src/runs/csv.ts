@@ -584,7 +584,7 @@ function missCells(schema: Schema, batch: RecordBatch, side: 'left' | 'right'): 
   const near = new Gather(candidates.offsets, candidateBytes)
   const tiedKey = tied ? key(tied) : () => new Uint8Array(0)
   // keys of plain buffers (plainBytes) can be spliced into a plain sentence without a check
-  const plainKeys = plainBytes(stringsOf(candidate)!.bytes) && (!tied || plainBytes(stringsOf(tied)!.bytes))
+  const plainKeys = plainBytes(candidateBytes) && (!tied || plainBytes(stringsOf(tied)!.bytes))
   // classes by number, not by a string made per row: pass, conjunct, taken, tie
   const conjuncts = (conjunctNames?.length ?? 0) + 1
   const classes: (MissClass | undefined)[] = new Array(((passNames?.length ?? 0) + 1) * conjuncts * 4)
