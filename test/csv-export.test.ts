@@ -9,6 +9,7 @@
 
 import { cp, mkdir, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
+import { Writable } from 'node:stream'
 import { Worker } from 'node:worker_threads'
 import { tableFromIPC, tableToIPC } from 'apache-arrow'
 import { parse } from 'csv-parse/sync'
@@ -89,13 +90,29 @@ const io = (): CommandIO & { err: () => string } => {
   }
 }
 
-// the service's exporter: the CSV is encoded on its worker thread and streamed back
+// the service's exporter: the CSV is encoded on its worker thread and handed back through a ring
+// of shared slots; `small` cuts 4 KiB chunks, so an export takes dozens and reuses each slot many
+// times; `moved` has slots too small for any chunk, so each one travels in a buffer of its own
 const exporter = new CsvExporter()
-t.teardown(() => exporter.close())
+const small = new CsvExporter({ chunkBytes: 4096 })
+const moved = new CsvExporter({ chunkBytes: 4096, slotBytes: 4096 })
+t.teardown(() => Promise.all([exporter, small, moved].map((e) => e.close())))
 
-async function exported(dir: string, set: (typeof RESULT_SETS)[number]): Promise<string> {
+/**
+ * An export written to a destination that holds each chunk until it calls back, as a socket does,
+ * and reads its bytes only then: a slot refilled before the callback shows as wrong bytes.
+ */
+async function exported(dir: string, set: (typeof RESULT_SETS)[number], via = exporter): Promise<string> {
   const chunks: Buffer[] = []
-  for await (const c of exporter.csv(dir, set)) chunks.push(Buffer.from(c as Uint8Array))
+  const out = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      setImmediate(() => {
+        chunks.push(Buffer.from(chunk))
+        done()
+      })
+    },
+  })
+  await (await via.open(dir, set)).pipeTo(out)
   return Buffer.concat(chunks).toString('utf8')
 }
 
@@ -254,25 +271,36 @@ t.test('CSV exports equal the pages field by field, and the CLI writes the same 
   for (const [k, set] of RESULT_SETS.entries())
     t.equal(together[k], await readFile(join(dir, 'cli', `${set}.csv`), 'utf8'), `${set} exported alongside the others`)
 
-  // a client that goes away after the first chunk: the export ends there and the next one is whole
-  const gone = exporter.csv(stored, 'matches')
-  for await (const chunk of gone) {
-    t.ok((chunk as Uint8Array).byteLength > 0, 'a first chunk arrived')
-    break
+  // in many small chunks through reused slots, slowly read, and in chunks moved one by one
+  for (const set of RESULT_SETS) {
+    const cli = await readFile(join(dir, 'cli', `${set}.csv`), 'utf8')
+    t.equal(await exported(stored, set, small), cli, `${set}: the same bytes in 4 KiB chunks`)
+    t.equal(await exported(stored, set, moved), cli, `${set}: the same bytes in chunks too long for a slot`)
   }
-  t.ok(gone.destroyed, 'the stream of a client that left is destroyed')
-  t.equal(await exported(stored, 'matches'), await readFile(join(dir, 'cli', 'matches.csv'), 'utf8'))
+  const matchesCsv = await readFile(join(dir, 'cli', 'matches.csv'), 'utf8')
+  t.ok(matchesCsv.length > 10 * 4096, `the matches take many small chunks (${matchesCsv.length} bytes)`)
+
+  // a client that goes away after the first chunk: the export ends there and the next one is whole
+  const gone = await small.open(stored, 'matches')
+  let taken = 0
+  const leaving: Writable = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      taken += chunk.byteLength
+      done()
+      leaving.destroy()
+    },
+  })
+  await gone.pipeTo(leaving)
+  t.ok(taken > 0 && taken < matchesCsv.length, `the client that left took the first chunk only (${taken} bytes)`)
+  t.equal(await exported(stored, 'matches', small), matchesCsv, 'the next export is whole')
 
   // a result file the worker cannot read (removed behind the service's back): the stream fails, it
   // does not hang or end short
   const copy = join(dir, 'vanishing')
   await cp(stored, copy, { recursive: true })
   await rm(join(copy, 'unmatched-left.arrow'))
-  const doomed = exporter.csv(copy, 'unmatched-left')
-  await t.rejects(async () => {
-    for await (const _ of doomed);
-  }, /ENOENT/)
-  t.throws(() => exporter.csv(join(dir, 'no-such-run'), 'ambiguous'), { code: 'result_set_missing' })
+  await t.rejects(exporter.open(copy, 'unmatched-left'), /ENOENT/, 'fails before any byte is sent')
+  await t.rejects(exporter.open(join(dir, 'no-such-run'), 'ambiguous'), { code: 'result_set_missing' })
 })
 
 t.test('two threads write the same CSV files as one, and a helper that fails costs no output', async (t) => {

@@ -1,5 +1,6 @@
 // /api/runs: thin routes over the runs service and the result files.
 
+import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { arrowExport } from '../runs/pages.js'
@@ -154,7 +155,13 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       const name = `run-${request.params.id}-${set}.${format}`
       reply.header('content-disposition', `attachment; filename="${name}"`)
       if (format === 'arrow') return reply.type('application/vnd.apache.arrow.file').send(arrowExport(dir, set))
-      return reply.type('text/csv; charset=utf-8').send(app.runs.exporter.csv(dir, set))
+      // opened first: a set that cannot be read is still answered as an error, before any byte
+      const csv = await app.runs.exporter.open(dir, set)
+      // written here rather than piped by Fastify: the export's shared buffers are reused as soon as
+      // each write's callback says the socket has taken them (exporter.ts), which a pipe does not tell
+      reply.type('text/csv; charset=utf-8').hijack()
+      reply.raw.writeHead(200, reply.getHeaders() as OutgoingHttpHeaders)
+      await csv.pipeTo(reply.raw).catch((err: Error) => request.log.warn({ err }, 'CSV export ended early'))
     },
   )
 

@@ -1,6 +1,7 @@
 // The export worker: encodes result sets as CSV off the event loop (exporter.ts is its other half).
-// It holds one cursor per export and answers each `more` with about EXPORT_MESSAGE_BYTES of CSV,
-// so the main thread asks only as fast as the client reads and no export is ever held whole.
+// It holds one cursor per export and answers each `more` by encoding the next chunk into the slot
+// of the export's shared ring that the main thread named, so it encodes only as fast as the client
+// reads and no export is ever held whole.
 
 import { parentPort } from 'node:worker_threads'
 import { ConcordError } from '../errors.js'
@@ -12,51 +13,92 @@ const port = parentPort
 if (!port) throw new Error('runs/export-worker.ts runs in a worker thread')
 runInBackground()
 
-const EXPORT_MESSAGE_BYTES = 512 * 1024
-
-const exports = new Map<number, Promise<CsvCursor>>()
-
-function reply(message: ExportReply, transfer: ArrayBuffer[] = []) {
-  port!.postMessage(message, transfer)
+interface Export {
+  cursor: Promise<CsvCursor>
+  ring: Uint8Array
+  slotBytes: number
+  /** Chunks encoded beyond the one a slot took (a slice of rows can make more than one). */
+  pending: Uint8Array[]
+  /** The cursor has given its last chunk. */
+  encoded: boolean
+  closed: boolean
+  /** The `more`s of an export run one after another: the cursor encodes one chunk at a time. */
+  queue: Promise<void>
 }
 
-async function more(id: number, cursor: CsvCursor) {
-  // each chunk copied once into a buffer of its own, which the message then moves (the cursor
-  // reuses its buffer for the next chunk)
-  const bytes: Uint8Array[] = []
-  const done = await cursor.next((chunk) => bytes.push(chunk.slice()))
+const exports = new Map<number, Export>()
+
+/** Fills `slot` with the export's next chunk and says so; after the last chunk, nothing. */
+async function fill(id: number, e: Export, slot: number): Promise<void> {
+  if (e.closed) return
+  const cursor = await e.cursor
+  const waiting = e.pending.shift()
+  const into = e.ring.subarray(slot * e.slotBytes, (slot + 1) * e.slotBytes)
+  let length = 0
+  let own: Uint8Array | undefined
+  const take = (bytes: Uint8Array) => {
+    if (bytes.length <= into.length) {
+      into.set(bytes)
+      length = bytes.length
+    } else own = bytes.slice()
+  }
+  if (waiting) take(waiting)
+  else if (!e.encoded) {
+    // the cursor's chunk is valid only during the call: the first goes into the slot, any more
+    // are copied to wait for the next slots
+    let first = true
+    e.encoded = await cursor.next((bytes) => {
+      if (first) take(bytes)
+      else e.pending.push(bytes.slice())
+      first = false
+    })
+  }
+  const done = e.encoded && e.pending.length === 0
   if (done) {
+    e.closed = true
     exports.delete(id)
     await cursor.close()
   }
-  reply(
-    { type: 'data', id, bytes, done },
-    bytes.map((b) => b.buffer as ArrayBuffer),
-  )
+  // an export that ends on a chunk boundary answers its next slot with no bytes
+  const reply: ExportReply = { type: 'data', id, slot, length, done, ...(own ? { bytes: own } : {}) }
+  port!.postMessage(reply, own ? [own.buffer as ArrayBuffer] : [])
 }
 
-port.on('message', async (message: ExportRequest) => {
+async function fail(id: number, err: unknown): Promise<void> {
+  const e = exports.get(id)
+  exports.delete(id)
+  if (e) e.closed = true
+  await e?.cursor.then((c) => c.close()).catch(() => {})
+  const error =
+    err instanceof ConcordError
+      ? { ...err.toJSON(), status: err.status }
+      : { error: 'export_failed', message: (err as Error).message ?? String(err), status: 500 }
+  port!.postMessage({ type: 'error', id, error } satisfies ExportReply)
+}
+
+port.on('message', (message: ExportRequest) => {
   const { id } = message
-  try {
-    if (message.type === 'open') {
-      const opening = CsvCursor.open(message.dir, message.set, EXPORT_MESSAGE_BYTES)
-      opening.catch(() => {}) // reported by the first `more`
-      exports.set(id, opening)
-    } else if (message.type === 'close') await (await exports.get(id))?.close()
-    else {
-      const cursor = exports.get(id)
-      if (cursor) await more(id, await cursor)
-    }
-  } catch (err) {
-    const failed = exports.get(id)
-    exports.delete(id)
-    await failed?.then((c) => c.close()).catch(() => {})
-    const error =
-      err instanceof ConcordError
-        ? { ...err.toJSON(), status: err.status }
-        : { error: 'export_failed', message: (err as Error).message ?? String(err), status: 500 }
-    reply({ type: 'error', id, error })
-  } finally {
-    if (message.type === 'close') exports.delete(id)
+  if (message.type === 'open') {
+    const cursor = CsvCursor.open(message.dir, message.set, message.chunkBytes)
+    cursor.catch(() => {}) // reported by the first `more`
+    exports.set(id, {
+      cursor,
+      ring: new Uint8Array(message.ring),
+      slotBytes: message.slotBytes,
+      pending: [],
+      encoded: false,
+      closed: false,
+      queue: Promise.resolve(),
+    })
+    return
   }
+  const e = exports.get(id)
+  if (!e) return
+  if (message.type === 'close') {
+    exports.delete(id)
+    e.closed = true
+    e.queue = e.queue.then(() => e.cursor.then((c) => c.close()).catch(() => {}))
+    return
+  }
+  e.queue = e.queue.then(() => fill(id, e, message.slot)).catch((err) => fail(id, err))
 })
