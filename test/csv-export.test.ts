@@ -16,6 +16,7 @@ import { parse } from 'csv-parse/sync'
 import t from 'tap'
 import { loadConfig } from '../src/config.js'
 import { prng } from '../src/engine/data/prng.js'
+import { formatDate, formatDecimal } from '../src/engine/data/values.js'
 import { loadCsv } from '../src/engine/load/csv/index.js'
 import { reconcile } from '../src/engine/reconcile.js'
 import type { Recipe } from '../src/recipes/schema.js'
@@ -441,6 +442,8 @@ t.test('floats are written as String() writes them, the digit-by-digit path incl
   const rnd = prng(11)
   const values = [0, -0, 1, -1, 0.5, 1e-6, 9.99e-7, 1e-7, 0.999896, 0.1 + 0.2, 1 / 3, -2.5, 5e-324, 1e21]
   values.push(2 ** 32, 2 ** 32 - 1e-6, 2 ** 32 - 0.5, 2 ** 32 + 0.25, 4294967295.999999, 1.0000005, 0.0000015)
+  // a column copies the bytes of the value it wrote last when the next is the same
+  values.push(...values.flatMap((v) => [v, v, -v]))
   for (let i = 0; i < 300_000; i++) {
     const k = rnd()
     values.push(
@@ -470,5 +473,46 @@ t.test('floats are written as String() writes them, the digit-by-digit path incl
       if (lines[i] !== String(values[at]) && wrong.length < 5) wrong.push(`${String(values[at])} written ${lines[i]}`)
   }
   t.equal(at, values.length)
+  t.same(wrong, [])
+})
+
+t.test('dates and decimals are written as formatDate and formatDecimal write them', async (t) => {
+  // dates are spelled once per day and then copied (a table from 1900 over 2^17 days); the edges
+  // of that table, days outside it and repeated days must read the same as formatDate's
+  const rnd = prng(13)
+  const days = [-25_568, -25_567, -25_566, 0, -1, 19_700, 19_700, 105_504, 105_505, 105_506, 2_932_896, -719_528]
+  for (let i = 0; i < 50_000; i++) days.push(Math.floor(rnd() * 150_000) - 30_000)
+  const units = [0, 5, -5, 99, 100, 101, -100, 9_999, 10_000, 123_456_789, -987_654_321, 2 ** 53 - 1, -(2 ** 53 - 1)]
+  for (let i = 0; i < 50_000; i++) units.push(Math.round((rnd() - 0.5) * 10 ** Math.floor(rnd() * 16)))
+  const n = Math.max(days.length, units.length)
+  const table = toArrowTable({
+    columns: [
+      { name: 'd', type: 'date', nullable: false },
+      { name: 'u', type: 'decimal', nullable: false },
+    ],
+    data: [
+      { type: 'date', length: n, valid: null, values: Int32Array.from({ length: n }, (_, i) => days[i % days.length]) },
+      {
+        type: 'decimal',
+        length: n,
+        valid: null,
+        scale: 2,
+        values: Float64Array.from({ length: n }, (_, i) => units[i % units.length]),
+      },
+    ],
+    length: n,
+  })
+  const wrong: string[] = []
+  let at = 0
+  for (const batch of table.batches) {
+    const lines = Buffer.concat(csvBatch(table.schema, batch, 'matches'))
+      .toString()
+      .split('\n')
+    for (let i = 0; i < batch.numRows; i++, at++) {
+      const want = `${formatDate(days[at % days.length])},${formatDecimal(units[at % units.length], 2)}`
+      if (lines[i] !== want && wrong.length < 5) wrong.push(`${want} written ${lines[i]}`)
+    }
+  }
+  t.equal(at, n)
   t.same(wrong, [])
 })

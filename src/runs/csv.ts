@@ -146,6 +146,20 @@ class Sink {
     this.at += n
   }
 
+  /** A float as `float` writes it, copied when it is the value `cache` last saw (scores, day counts). */
+  cachedFloat(v: number, cache: FloatCache): void {
+    if (v === cache.value) return this.raw(cache.bytes, 0, cache.length)
+    const at = this.at
+    this.float(v)
+    const n = this.at - at
+    if (n > cache.bytes.length) return
+    const { buf } = this
+    for (let j = 0; j < n; j++) cache.bytes[j] = buf[at + j]
+    cache.length = n
+    // 0 and -0 are both written "0", so `===` (which equates them) is the right test
+    cache.value = v
+  }
+
   /**
    * A float as String() writes it. Scores and day counts (at most six decimals, in 1e-6 … 2^32)
    * are written digit by digit: String() of a million floats took ~0.2 s. Below 2^32 a double's
@@ -248,11 +262,16 @@ class Sink {
     if (v >= 1e16) n = String(v).length
     n = Math.max(n, width)
     const buf = this.buf
-    for (let i = this.at + n - 1; i >= this.at; i--) {
-      const q = Math.floor(v / 10)
-      buf[i] = 0x30 + (v - q * 10)
+    // two digits per division (most amounts have six to eight)
+    let i = this.at + n - 1
+    for (; i > this.at; i -= 2) {
+      const q = Math.floor(v / 100)
+      const pair = (v - q * 100) * 2
+      buf[i] = DIGIT_PAIRS[pair + 1]
+      buf[i - 1] = DIGIT_PAIRS[pair]
       v = q
     }
+    if (i === this.at) buf[i] = 0x30 + (v % 10)
     this.at += n
   }
 
@@ -273,6 +292,28 @@ class Sink {
 
   /** Days since the epoch as YYYY-MM-DD (years 0-9999; others as formatDate writes them). */
   date(days: number): void {
+    // a file's dates are a few hundred distinct days: each is spelled once, then copied
+    const k = days - DATE_BASE
+    if (k >= 0 && k < DATE_SPAN && k === Math.floor(k)) {
+      const text = dateText()
+      const from = k * 10
+      if (text[from] === 0) {
+        const at = this.at
+        this.spellDate(days)
+        if (this.at - at === 10) text.set(this.buf.subarray(at, at + 10), from)
+        return
+      }
+      this.ensure(10)
+      const buf = this.buf
+      const at = this.at
+      for (let j = 0; j < 10; j++) buf[at + j] = text[from + j]
+      this.at = at + 10
+      return
+    }
+    this.spellDate(days)
+  }
+
+  private spellDate(days: number): void {
     const ymd = civilDate(days)
     if (ymd < 0) return this.text(formatDate(days))
     this.ensure(10)
@@ -285,6 +326,24 @@ class Sink {
 }
 
 const CHUNK = 1 << 20
+/** "00" to "99", two bytes each. */
+const DIGIT_PAIRS = Uint8Array.from(
+  { length: 200 },
+  (_, k) => 0x30 + (k % 2 ? (k >> 1) % 10 : Math.floor((k >> 1) / 10)),
+)
+/** Dates spelled once each: days since 1900-01-01, for 2^17 days (to 2258). */
+const DATE_BASE = -25_567
+const DATE_SPAN = 1 << 17
+let dateTable: Uint8Array | null = null
+/** Ten bytes per day, zero until first written (a year's first byte is never 0). */
+const dateText = () => (dateTable ??= new Uint8Array(DATE_SPAN * 10))
+
+/** The last float a column wrote, and its bytes. */
+class FloatCache {
+  value = Number.NaN
+  length = 0
+  readonly bytes = new Uint8Array(32)
+}
 const POW10 = Array.from({ length: 19 }, (_, k) => 10 ** k)
 const TRUE = encoder.encode('true')
 const FALSE = encoder.encode('false')
@@ -499,7 +558,8 @@ function cellOf(field: Field, data: Data): Cell {
     write.prepare = (start, end) => at.lists(starts, rows, start, end)
   } else if (DataType.isFloat(type)) {
     const values = data.values as Float64Array
-    write = (s, i) => s.float(values[i])
+    const cache = new FloatCache()
+    write = (s, i) => s.cachedFloat(values[i], cache)
   } else {
     // any other type: its JS value as text (not produced by Concord's result files today)
     const vector = makeVector(data)
