@@ -128,6 +128,7 @@ export function exceptionBatch(
       if (k % TOUCH_BLOCK === 0) {
         const end = Math.min(u.rows.length, k + TOUCH_BLOCK)
         touchRows(candidates, u.candidate, k, end)
+        ownKeys.hashBlock(u.rows, k, end)
         classify(k, end)
       }
       const row = u.rows[k]
@@ -152,7 +153,7 @@ export function exceptionBatch(
         seen.difference.push(text(d, scale))
         continue
       }
-      if (!ownKeys.firstOf(row)) {
+      if (!ownKeys.firstOf(row, k)) {
         duplicateKeys++
         continue
       }
@@ -311,7 +312,11 @@ class RecordKeys {
   private readonly column: StringColumn | null
   /** Its bytes, as the column builder copies from. */
   private readonly bytes: Buffer | null
-  /** Rows whose key was seen, as row + 1 in an open-addressed table by the hash of their bytes. */
+  /**
+   * Rows whose key was seen, in an open-addressed table by the hash of their bytes: at slot s,
+   * [2s] is the row + 1 and [2s + 1] its hash, side by side, so a probe that meets another key
+   * tells them apart without reading that row (a cache miss in a random place).
+   */
   private readonly slots: Int32Array
   private readonly mask: number
   /** Keys seen, where the key is not one text column. */
@@ -326,7 +331,7 @@ class RecordKeys {
       : null
     let size = 16
     while (this.column && size < capacity * 2) size *= 2
-    this.slots = new Int32Array(this.column ? size : 0)
+    this.slots = new Int32Array(this.column ? 2 * size : 0)
     this.mask = size - 1
   }
 
@@ -341,8 +346,32 @@ class RecordKeys {
     else builder.append(this.text(row))
   }
 
-  /** Whether no row given before had this row's key (and notes that it has been seen). */
-  firstOf(row: number): boolean {
+  /** The hashes of a block's keys (unmatched rows[from..to)), their slots touched: misses overlap. */
+  private readonly blockHashes = new Int32Array(TOUCH_BLOCK)
+  private blockFrom = -1
+  private blockTo = -1
+
+  hashBlock(rows: Int32Array, from: number, to: number): void {
+    if (!this.column) return
+    const { offsets, data } = this.column
+    const { slots, mask, blockHashes } = this
+    let sum = 0
+    for (let k = from; k < to; k++) {
+      const row = rows[k]
+      const hash = mix(fnv1a(data, offsets[row], this.end(row))) | 0
+      blockHashes[k - from] = hash
+      sum = (sum + slots[2 * (hash & mask)]) | 0
+    }
+    _touched = sum
+    this.blockFrom = from
+    this.blockTo = to
+  }
+
+  /**
+   * Whether no row given before had this row's key (and notes that it has been seen); `k`, the
+   * row's place among the side's unmatched records, finds its hash from hashBlock.
+   */
+  firstOf(row: number, k: number): boolean {
     if (!this.column) {
       const key = this.text(row)
       if (this.seen.has(key)) return false
@@ -350,14 +379,19 @@ class RecordKeys {
       return true
     }
     const { offsets, data } = this.column
+    const { slots } = this
     const s = offsets[row]
     const e = this.end(row)
-    for (let at = mix(fnv1a(data, s, e)) & this.mask; ; at = (at + 1) & this.mask) {
-      const other = this.slots[at] - 1
+    const hash =
+      k >= this.blockFrom && k < this.blockTo ? this.blockHashes[k - this.blockFrom] : mix(fnv1a(data, s, e)) | 0
+    for (let at = hash & this.mask; ; at = (at + 1) & this.mask) {
+      const other = slots[2 * at] - 1
       if (other < 0) {
-        this.slots[at] = row + 1
+        slots[2 * at] = row + 1
+        slots[2 * at + 1] = hash
         return true
       }
+      if (slots[2 * at + 1] !== hash) continue
       const t = offsets[other]
       if (this.end(other) - t !== e - s) continue
       let same = true
