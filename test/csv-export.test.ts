@@ -7,7 +7,7 @@
 // --out` (CSV encoded from the tables in memory) writes the very bytes the service exports from
 // the stored files.
 
-import { cp, mkdir, readFile, rm } from 'node:fs/promises'
+import { cp, mkdir, readdir, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { Worker } from 'node:worker_threads'
@@ -23,7 +23,7 @@ import type { Recipe } from '../src/recipes/schema.js'
 import { type CommandIO, reconcileCommand } from '../src/runs/cli.js'
 import { csvBatch, csvHeader } from '../src/runs/csv.js'
 import { stringColumn, toArrowTable } from '../src/engine/data/arrow.js'
-import { writeSets } from '../src/runs/write-sets.js'
+import { dropMatches, type EarlyInput, setsWriter, startMatches, writeSets } from '../src/runs/write-sets.js'
 import { CsvExporter } from '../src/runs/exporter.js'
 import { matchesPage, unmatchedPage } from '../src/runs/pages.js'
 import { RESULT_SETS } from '../src/runs/results.js'
@@ -352,11 +352,6 @@ t.test('two threads write the same CSV files as one, and a helper that fails cos
       t.equal(await readBack(out, set), await readBack(arrow.one, set), `${name}: ${set}.arrow, the same rows`)
   }
   t.same(calls, ['alongside-helper', 'alongside-one'], 'the work alongside ran once per write')
-  async function readBack(out: string, set: (typeof RESULT_SETS)[number]) {
-    const table = tableFromIPC(await readFile(join(out, `${set}.arrow`)))
-    const parts = [csvHeader(table.schema, set), ...table.batches.flatMap((b) => csvBatch(table.schema, b, set))]
-    return Buffer.concat(parts).toString('utf8')
-  }
   for (const set of RESULT_SETS) {
     t.equal(await readBack(arrow.two, set), await readBack(arrow.one, set), `${set}.arrow: two threads, the same rows`)
     t.same(
@@ -366,6 +361,60 @@ t.test('two threads write the same CSV files as one, and a helper that fails cos
     )
   }
 })
+
+t.test('the matches set started while the engine explains the unmatched records: the same files', async (t) => {
+  const dir = t.testdir({ ...files(3000) })
+  const load = async (file: string) => (await loadCsv(join(dir, file))).table
+  let early: EarlyInput['result'] | undefined
+  const result = reconcile(recipe as Recipe, await load('left.csv'), await load('right.csv'), {
+    onMatches: (m) => (early = m),
+  })
+  t.ok(early, 'the engine showed its matches before the result')
+  t.equal(early!.matches, result.matches, 'the very match columns the result holds')
+  t.equal(early!.passes, result.passes)
+  const keys = { leftKey: recipe.left.key, rightKey: recipe.right.key }
+  const input = { result, ...keys }
+  const one = join(dir, 'one')
+  await mkdir(one)
+  await writeSets(input, one, 'csv')
+  t.equal(startMatches({ result: early!, ...keys }, one, 'csv'), undefined, '3,000 rows: one thread, nothing started')
+
+  for (const format of ['csv', 'arrow'] as const) {
+    const out = join(dir, `early-${format}`)
+    await mkdir(out)
+    const started = startMatches({ result: early!, ...keys }, out, format, { helperMinRows: 0 })
+    t.ok(started, `${format}: the matches set went to the helper`)
+    await writeSets(input, out, format, { early: started, helperMinRows: 0 })
+    for (const set of RESULT_SETS) {
+      const want = await readFile(join(one, `${set}.csv`), 'utf8')
+      t.equal(
+        format === 'csv' ? await readFile(join(out, `${set}.csv`), 'utf8') : await readBack(out, set),
+        want,
+        `${format}: ${set}`,
+      )
+    }
+  }
+
+  // a run that fails after its passes: the early set is waited for and the helper let go
+  const dropped = join(dir, 'dropped')
+  await mkdir(dropped)
+  await dropMatches(startMatches({ result: early!, ...keys }, dropped, 'csv', { helperMinRows: 0 })!)
+  t.same(await readdir(dropped), ['matches.csv'], 'only the early set was written')
+
+  // through a job's writer: the CLI's, whose matches hook starts the set and whose write finishes
+  const writer = setsWriter(join(dir, 'writer'), 'csv')
+  writer.matches!({ result: early!, ...keys })
+  await writer(input)
+  for (const set of RESULT_SETS)
+    t.equal(await readFile(join(dir, 'writer', `${set}.csv`), 'utf8'), await readFile(join(one, `${set}.csv`), 'utf8'))
+  await writer.abandon!() // after the write: nothing left to drop
+})
+
+async function readBack(out: string, set: (typeof RESULT_SETS)[number]) {
+  const table = tableFromIPC(await readFile(join(out, `${set}.arrow`)))
+  const parts = [csvHeader(table.schema, set), ...table.batches.flatMap((b) => csvBatch(table.schema, b, set))]
+  return Buffer.concat(parts).toString('utf8')
+}
 
 t.test('a column of plain ASCII bytes still quotes a field with whitespace at an edge', async (t) => {
   // plain buffers skip the per-byte check (plainBytes): the edges are what is left to look at

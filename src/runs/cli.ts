@@ -3,7 +3,7 @@
 // or DATABASE_URL) in one workspace. The run is the same job the service runs in its workers,
 // here in process.
 
-import { mkdir, readFile, stat } from 'node:fs/promises'
+import { readFile, stat } from 'node:fs/promises'
 import { extname, resolve } from 'node:path'
 import type { Config } from '../config.js'
 import type { ServiceDatabase } from '../db/connect.js'
@@ -20,8 +20,7 @@ import { openConfig } from '../sources/secrets.js'
 import { type ConnectorContext, type ConnectorRegistry, loadConnectors } from '../sources/registry.js'
 import { FilterConditionSchema } from '../sources/schemas.js'
 import { type JobProgress, runJob } from './job.js'
-import type { ResultsInput } from './results.js'
-import { warmHelper, writeSets } from './write-sets.js'
+import { setsWriter, warmHelper } from './write-sets.js'
 import { RECONCILE_USAGE } from './usage.js'
 
 export { RECONCILE_USAGE }
@@ -367,7 +366,7 @@ async function run(
   }
   const summary = await runJob(spec, onProgress, {
     connectors: registry,
-    write: outDir ? (results) => writeOut(results, outDir, args.format) : undefined,
+    write: outDir ? setsWriter(outDir, args.format) : undefined,
   })
   if (tty) io.stderr.write('\n')
   io.stdout.write(
@@ -442,17 +441,6 @@ async function checkRecipe(
     )
     throw new ConcordError('invalid_recipe', `the recipe has issues:\n  ${lines.join('\n  ')}`, 2)
   }
-}
-
-/**
- * The four result sets into `out` (created if needed; other files in it are left alone): the Arrow
- * files as the service stores them, or CSV encoded from the tables in memory, on two threads
- * (write-sets.ts). A one-shot command writes synchronously: the chunks go straight to the page
- * cache, with no stream between.
- */
-async function writeOut(results: ResultsInput, out: string, format: 'csv' | 'arrow'): Promise<void> {
-  await mkdir(out, { recursive: true })
-  await writeSets(results, out, format)
 }
 
 function failure(err: unknown, io: CommandIO): number {

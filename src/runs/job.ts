@@ -2,7 +2,6 @@
 // thread for the service (so the API keeps answering, and a cancel can stop it at once) and in
 // process for `concord reconcile`; either way it reports progress through a callback.
 
-import { mkdir } from 'node:fs/promises'
 import { type RunSummary, reconcile } from '../engine/reconcile.js'
 import { resolveConditions, selectRows } from '../engine/load/filter.js'
 import { describeTable, type Table, takeRows } from '../engine/data/table.js'
@@ -11,7 +10,7 @@ import type { Recipe } from '../recipes/schema.js'
 import { EngineContext, type Source } from '../sources/connector.js'
 import { type ConnectorContext, type ConnectorRegistry, loadConnectors } from '../sources/registry.js'
 import type { ResultsInput } from './results.js'
-import { writeSets } from './write-sets.js'
+import { type ResultsWriter, setsWriter } from './write-sets.js'
 
 export type RunMode = 'sample' | 'full'
 
@@ -68,7 +67,7 @@ export interface JobOptions {
    * may call `alongside` (the run's own work after matching: its exceptions) while a helper thread
    * writes; if it does not, the job calls it after.
    */
-  write?: (results: ResultsInput, alongside?: () => void) => Promise<void>
+  write?: ResultsWriter
   /** Replaces the loaded sides before matching (open items carried in from earlier runs). */
   prepareTables?: (tables: { left: Table; right: Table }) => Promise<{ left: Table; right: Table }>
   /** Sees a completed run's results before they are written (its exceptions are made from them). */
@@ -136,22 +135,24 @@ export async function runJob(
   if (prepareTables) tables = await prepareTables(tables)
   signal?.throwIfAborted()
   report({ phase: 'matching' })
-  const result = reconcile(spec.recipe, tables.left, tables.right, {
-    version: spec.version ?? undefined,
-    signal,
-    lookups,
-    onProgress: (p) => report({ pass: p.pass, percent: 30 + Math.round(p.percent * 0.55) }),
-  })
-  return finish({ result, ...keys }, report, write, (r) => afterMatch?.(r, lookups))
+  try {
+    const result = reconcile(spec.recipe, tables.left, tables.right, {
+      version: spec.version ?? undefined,
+      signal,
+      lookups,
+      onProgress: (p) => report({ pass: p.pass, percent: 30 + Math.round(p.percent * 0.55) }),
+      onMatches: write?.matches && ((early) => write.matches!({ result: early, ...keys })),
+    })
+    return await finish({ result, ...keys }, report, write, (r) => afterMatch?.(r, lookups))
+  } catch (err) {
+    await write?.abandon?.()
+    throw err
+  }
 }
 
-/** The default writer: the Arrow files into `dir`, or nothing for a dry run. */
+/** The default writer: the Arrow files into `dir` (the run's own work alongside), or nothing for a dry run. */
 function storeIn(dir: string | null): JobOptions['write'] {
-  if (!dir) return undefined
-  return async (results, alongside) => {
-    await mkdir(dir, { recursive: true })
-    await writeSets(results, dir, 'arrow', { alongside })
-  }
+  return dir ? setsWriter(dir, 'arrow', { alongside: true }) : undefined
 }
 
 async function finish(
@@ -162,7 +163,10 @@ async function finish(
 ): Promise<RunSummary> {
   const { summary } = results.result
   // a failed pass leaves the progress where the run stopped
-  if (summary.status !== 'completed') return summary
+  if (summary.status !== 'completed') {
+    await write?.abandon?.()
+    return summary
+  }
   let along = false
   const alongside = () => {
     if (along) return

@@ -7,12 +7,14 @@
 // are copied with the message, pruned to what the set needs. A helper that fails costs time, not
 // output: its set goes back to the calling thread, which writes the file again from the start.
 
-import { closeSync, openSync, writeSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs'
+import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Worker } from 'node:worker_threads'
 import type { Table as ArrowTable } from 'apache-arrow'
 import { CsvWriter } from './csv.js'
 import { moduleWorker } from './module-worker.js'
+import type { EarlyMatches as EngineMatches } from '../engine/reconcile.js'
 import { type ResultSet, type ResultsInput, resultTables, writeArrowSet } from './results.js'
 
 /** Below this many result rows one thread writes everything: a helper takes ~0.1 s to start. */
@@ -63,6 +65,108 @@ export interface SetsOptions {
   helperMinRows?: number
   /** Starts the helper (tests hand in one that fails). */
   helper?: () => Worker
+  /** The matches set, already given to the helper by startMatches. */
+  early?: EarlyMatches
+}
+
+/**
+ * The matches set handed to the helper before the rest of the result exists: the engine gives a
+ * run's matches as soon as its passes are done, and then spends a fifth of the run explaining
+ * the unmatched records and totalling the sides on one thread, with the other core idle. Then
+ * writeSets (handed this) leaves the matches out of its queue; the helper goes on with the other
+ * sets once it is done. Undefined when the sets would be written on one thread anyway.
+ */
+export interface EarlyMatches {
+  helper: Worker
+  /** Whether the helper wrote the set. */
+  done: Promise<boolean>
+}
+
+/**
+ * Starts writing the matches set on the helper (see EarlyMatches). `input` holds the matches, the
+ * passes and the loaded sides (the unmatched sets are not known yet); `alongside`: the caller will
+ * have work of its own to do while the sets are written (writeSets' option of that name).
+ */
+export function startMatches(
+  early: EarlyInput,
+  out: string,
+  format: SetFormat,
+  { alongside = false, helperMinRows }: { alongside?: boolean; helperMinRows?: number } = {},
+): EarlyMatches | undefined {
+  // what the matches set reads; the unmatched sets, not known yet, are empty here as forSet makes them
+  const input = { ...early, result: { ...early.result, unmatchedLeft: NO_UNMATCHED, unmatchedRight: NO_UNMATCHED } }
+  const { matches, left, right } = early.result
+  // every record not in a match is unmatched: the rows the whole result will have
+  const rows =
+    matches.count + left.length - matches.leftStart[matches.count] + right.length - matches.rightStart[matches.count]
+  if (rows < minRowsFor(input as ResultsInput, format, alongside, helperMinRows)) return undefined
+  const helper = takeHelper()
+  const job = { input: forSet(input as ResultsInput, 'matches'), set: 'matches' as const, out, format }
+  return { helper, done: onWorker(helper, job) }
+}
+
+/** What startMatches is given: the result as far as the engine has it (RunOptions.onMatches). */
+export type EarlyInput = Omit<ResultsInput, 'result'> & { result: EngineMatches }
+
+/**
+ * Writes a run's sets into `out` (created if needed): a job's `write`. Its `matches` starts the
+ * matches set as soon as the engine has it (startMatches); `abandon` lets go of that when the run
+ * ends without writing. `alongside`: the job will hand writeSets its own work to do meanwhile.
+ */
+export interface ResultsWriter {
+  (results: ResultsInput, alongside?: () => void): Promise<void>
+  matches?: (early: EarlyInput) => void
+  abandon?: () => Promise<void>
+}
+
+export function setsWriter(out: string, format: SetFormat, { alongside = false } = {}): ResultsWriter {
+  let early: EarlyMatches | undefined
+  const write = async (results: ResultsInput, work?: () => void) => {
+    await mkdir(out, { recursive: true })
+    const started = early
+    early = undefined
+    await writeSets(results, out, format, { alongside: work, early: started })
+  }
+  return Object.assign(write, {
+    matches: (input: EarlyInput) => {
+      mkdirSync(out, { recursive: true })
+      early = startMatches(input, out, format, { alongside })
+    },
+    abandon: async () => {
+      const started = early
+      early = undefined
+      if (started) await dropMatches(started)
+    },
+  })
+}
+
+/**
+ * Waits for an early matches set that writeSets will not be called for (the run failed after its
+ * passes), and lets the helper go.
+ */
+export async function dropMatches(early: EarlyMatches): Promise<void> {
+  const ok = await early.done
+  release(early.helper, ok)
+}
+
+/**
+ * Results smaller than this are written on one thread. Arrow files are cheaper to write than CSV
+ * and gained nothing from a helper (1M × 1M: 2.0-2.3 s either way, the helper's start and the
+ * copied arrays eating the overlap): one thread, unless a test asks, or the caller has its own work
+ * alongside and the loaded columns are shared memory (nothing large to copy to the helper).
+ */
+function minRowsFor(input: ResultsInput, format: SetFormat, alongside: boolean, asked?: number): number {
+  return asked ?? (format === 'csv' || (alongside && sharedColumns(input)) ? HELPER_MIN_ROWS : Infinity)
+}
+
+/** A helper of our own goes back for the next call unless it failed; any other is ended. */
+function release(helper: Worker, ok: boolean): Promise<number> | undefined {
+  if (helper === kept && ok) {
+    giveBack()
+    return undefined
+  }
+  if (helper === kept) kept = null
+  return helper.terminate()
 }
 
 /** The four sets as files in `out` (which exists). */
@@ -74,7 +178,8 @@ export async function writeSets(
 ): Promise<void> {
   const { matches, unmatchedLeft, unmatchedRight } = input.result
   const rows = matches.count + unmatchedLeft.rows.length + unmatchedRight.rows.length
-  const queue = [...ORDER]
+  const early = opts.early
+  const queue = ORDER.filter((set) => !(early && set === 'matches'))
   const alongside = opts.alongside
   const onThisThread = async () => {
     alongside?.()
@@ -84,15 +189,14 @@ export async function writeSets(
       await new Promise((next) => setImmediate(next))
     }
   }
-  // Arrow files are cheaper to write than CSV and gained nothing from a helper (1M × 1M: 2.0-2.3 s
-  // either way, the helper's start and the copied arrays eating the overlap): one thread, unless a
-  // test asks
-  const minRows =
-    opts.helperMinRows ?? (format === 'csv' || (alongside && sharedColumns(input)) ? HELPER_MIN_ROWS : Infinity)
-  if (rows < minRows) return onThisThread()
-  const helper = opts.helper ? opts.helper() : takeHelper()
+  if (!early && rows < minRowsFor(input, format, alongside !== undefined, opts.helperMinRows)) return onThisThread()
+  const helper = early ? early.helper : opts.helper ? opts.helper() : takeHelper()
   const failed: ResultSet[] = []
   const onHelper = async () => {
+    if (early && !(await early.done)) {
+      failed.push('matches')
+      return
+    }
     for (let set = queue.shift(); set; set = queue.shift()) {
       if (!(await onWorker(helper, { input: forSet(input, set), set, out, format }))) {
         failed.push(set)
@@ -104,12 +208,8 @@ export async function writeSets(
     await Promise.all([onHelper(), onThisThread()])
     for (const set of failed) await writeSet({ input, set, out, format })
   } finally {
-    // a helper of our own goes back for the next call unless it failed; a test's is ended
-    if (helper === kept && !failed.length) giveBack()
-    else {
-      if (helper === kept) kept = null
-      await helper.terminate()
-    }
+    // a test's helper is ended
+    await release(helper, !failed.length)
   }
 }
 
