@@ -161,7 +161,11 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       // each write's callback says the socket has taken them (exporter.ts), which a pipe does not tell
       reply.type('text/csv; charset=utf-8').hijack()
       reply.raw.writeHead(200, reply.getHeaders() as OutgoingHttpHeaders)
-      await csv.pipeTo(reply.raw).catch((err: Error) => request.log.warn({ err }, 'CSV export ended early'))
+      const whole = await csv.pipeTo(reply.raw).catch((err: Error) => {
+        request.log.warn({ err, set }, 'CSV export failed after its first bytes: the response was cut short')
+        return true
+      })
+      if (!whole) request.log.info({ set }, 'CSV export stopped: the client closed the connection')
     },
   )
 

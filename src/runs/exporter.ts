@@ -200,11 +200,12 @@ export class CsvExport {
   }
 
   /**
-   * Writes the export to `out` and ends it; resolves once `out` has finished. A slot is asked for
-   * again in the callback of the write that took its bytes, so no byte is overwritten while `out`
-   * still holds it. If `out` closes first (a client that left), the worker stops.
+   * Writes the export to `out` and ends it; resolves once `out` has finished, with true, or with
+   * false if `out` closed first (a client that left: the worker stops). A slot is asked for again
+   * in the callback of the write that took its bytes, so no byte is overwritten while `out` still
+   * holds it.
    */
-  async pipeTo(out: Writable): Promise<void> {
+  async pipeTo(out: Writable): Promise<boolean> {
     let gone = false
     const left = () => {
       gone = true
@@ -215,7 +216,7 @@ export class CsvExport {
     try {
       for (;;) {
         const chunk = await this.next(true)
-        if (gone) return
+        if (gone) return false
         if (!chunk) break
         // an export that ends on a chunk boundary ends with an empty one
         if (chunk.bytes.length)
@@ -225,6 +226,7 @@ export class CsvExport {
         if (chunk.done) break
       }
       await new Promise<void>((resolve) => out.end(resolve))
+      return true
     } catch (err) {
       out.destroy(err as Error)
       throw err
