@@ -294,6 +294,12 @@ t.test('CSV exports equal the pages field by field, and the CLI writes the same 
   t.equal(await gone.pipeTo(leaving), false, 'the export says it did not finish')
   t.ok(taken > 0 && taken < matchesCsv.length, `the client that left took the first chunk only (${taken} bytes)`)
   t.equal(await exported(stored, 'matches', small), matchesCsv, 'the next export is whole')
+  // one that left between the export's opening and its first byte
+  const unread = await small.open(stored, 'matches')
+  const closed = new Writable({ write: (_chunk, _encoding, done) => done() })
+  closed.destroy()
+  t.equal(await unread.pipeTo(closed), false, 'nothing is written to a destination already closed')
+  t.equal(await exported(stored, 'matches', small), matchesCsv, 'and the next export is whole')
 
   // a result file the worker cannot read (removed behind the service's back): the stream fails, it
   // does not hang or end short
@@ -384,7 +390,11 @@ t.test('the matches set started while the engine explains the unmatched records:
     await mkdir(out)
     const started = startMatches({ result: early!, ...keys }, out, format, { helperMinRows: 0 })
     t.ok(started, `${format}: the matches set went to the helper`)
-    await writeSets(input, out, format, { early: started, helperMinRows: 0 })
+    // as a run writes its Arrow files: its exceptions alongside, on the calling thread
+    let along = 0
+    const alongside = format === 'arrow' ? () => along++ : undefined
+    await writeSets(input, out, format, { early: started, helperMinRows: 0, alongside })
+    t.equal(along, format === 'arrow' ? 1 : 0, `${format}: the work alongside ran once`)
     for (const set of RESULT_SETS) {
       const want = await readFile(join(one, `${set}.csv`), 'utf8')
       t.equal(

@@ -207,10 +207,18 @@ export class CsvExport {
    */
   async pipeTo(out: Writable): Promise<boolean> {
     let gone = false
+    // once every byte is handed over, the close that follows the end is not a client leaving
+    let ending = false
     const left = () => {
+      if (ending) return
       gone = true
       this.close()
       this.wake?.()
+    }
+    // a client that left before the first byte (between open and here)
+    if (out.destroyed) {
+      this.close()
+      return false
     }
     out.once('close', left)
     try {
@@ -221,12 +229,15 @@ export class CsvExport {
         // an export that ends on a chunk boundary ends with an empty one
         if (chunk.bytes.length)
           out.write(chunk.bytes, (err) => {
-            if (!err && !chunk.done) this.ask(chunk.slot)
+            // a write that failed: the destination is gone, whether or not its 'close' came yet
+            if (err) left()
+            else if (!chunk.done) this.ask(chunk.slot)
           })
         if (chunk.done) break
       }
+      ending = true
       await new Promise<void>((resolve) => out.end(resolve))
-      return true
+      return !gone
     } catch (err) {
       out.destroy(err as Error)
       throw err
