@@ -54,21 +54,21 @@ async function fill(id: number, e: Export, slot: number): Promise<void> {
     })
   }
   const done = e.encoded && e.pending.length === 0
-  if (done) {
-    e.closed = true
-    exports.delete(id)
-    await cursor.close()
-  }
+  if (done) await end(id, e)
   // an export that ends on a chunk boundary answers its next slot with no bytes
   const reply: ExportReply = { type: 'data', id, slot, length, done, ...(own ? { bytes: own } : {}) }
   port!.postMessage(reply, own ? [own.buffer as ArrayBuffer] : [])
 }
 
-async function fail(id: number, err: unknown): Promise<void> {
-  const e = exports.get(id)
+/** An export done, failed or closed by the main thread: forgotten, its file closed. */
+async function end(id: number, e: Export): Promise<void> {
   exports.delete(id)
-  if (e) e.closed = true
-  await e?.cursor.then((c) => c.close()).catch(() => {})
+  e.closed = true
+  await e.cursor.then((c) => c.close()).catch(() => {})
+}
+
+async function fail(id: number, e: Export, err: unknown): Promise<void> {
+  await end(id, e)
   const error =
     err instanceof ConcordError
       ? { ...err.toJSON(), status: err.status }
@@ -95,10 +95,8 @@ port.on('message', (message: ExportRequest) => {
   const e = exports.get(id)
   if (!e) return
   if (message.type === 'close') {
-    exports.delete(id)
+    // nothing more is encoded; the file is closed after any `more` still running on it
     e.closed = true
-    e.queue = e.queue.then(() => e.cursor.then((c) => c.close()).catch(() => {}))
-    return
-  }
-  e.queue = e.queue.then(() => fill(id, e, message.slot)).catch((err) => fail(id, err))
+    e.queue = e.queue.then(() => end(id, e))
+  } else e.queue = e.queue.then(() => fill(id, e, message.slot)).catch((err) => fail(id, e, err))
 })

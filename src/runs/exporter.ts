@@ -46,8 +46,8 @@ export type ExportReply =
   | { type: 'data'; id: number; slot: number; length: number; bytes?: Uint8Array; done: boolean }
   | { type: 'error'; id: number; error: { error: string; message: string; suggestion?: string; status: number } }
 
-/** An export worker and how many exports it is encoding. */
-interface Slot {
+/** An export worker and how many exports it is encoding (not to be confused with a ring's slots). */
+interface Encoder {
   worker: Worker
   active: number
 }
@@ -70,7 +70,7 @@ export interface ExporterOptions {
 }
 
 export class CsvExporter {
-  private readonly slots: Slot[] = []
+  private readonly encoders: Encoder[] = []
   private readonly exports = new Map<number, CsvExport>()
   private nextId = 1
   private readonly workers: number
@@ -90,57 +90,57 @@ export class CsvExporter {
    */
   async open(dir: string, set: ResultSet): Promise<CsvExport> {
     exportedFile(dir, set)
-    const slot = this.leastBusy()
+    const encoder = this.leastBusy()
     const id = this.nextId++
     const { chunkBytes, slotBytes } = this
     const ring = new SharedArrayBuffer(RING_SLOTS * slotBytes)
-    const exp = new CsvExport(slot.worker, id, ring, slotBytes, () => this.forget(id))
+    const exp = new CsvExport(encoder.worker, id, ring, slotBytes, () => this.forget(id))
     this.exports.set(id, exp)
-    if (slot.active++ === 0) slot.worker.ref()
-    slot.worker.postMessage({ type: 'open', id, dir, set, ring, chunkBytes, slotBytes } satisfies ExportRequest)
+    if (encoder.active++ === 0) encoder.worker.ref()
+    encoder.worker.postMessage({ type: 'open', id, dir, set, ring, chunkBytes, slotBytes } satisfies ExportRequest)
     for (let s = 0; s < RING_SLOTS; s++) exp.ask(s)
     await exp.started()
     return exp
   }
 
   async close(): Promise<void> {
-    const slots = this.slots.splice(0)
+    const encoders = this.encoders.splice(0)
     for (const e of this.exports.values()) e.fail(new Error('the service is shutting down'))
     this.exports.clear()
-    await Promise.all(slots.map((s) => s.worker.terminate()))
+    await Promise.all(encoders.map((s) => s.worker.terminate()))
   }
 
   private forget(id: number): void {
     const e = this.exports.get(id)
     if (!e) return
     this.exports.delete(id)
-    const slot = this.slots.find((s) => s.worker === e.worker)
+    const encoder = this.encoders.find((s) => s.worker === e.worker)
     // an idle export worker does not keep the process alive
-    if (slot && --slot.active === 0) slot.worker.unref()
+    if (encoder && --encoder.active === 0) encoder.worker.unref()
   }
 
   /** An idle worker, a new one while there are fewer than `workers`, else the least busy. */
-  private leastBusy(): Slot {
-    const idle = this.slots.find((s) => s.active === 0)
+  private leastBusy(): Encoder {
+    const idle = this.encoders.find((s) => s.active === 0)
     if (idle) return idle
-    if (this.slots.length < this.workers) return this.spawn()
-    return this.slots.reduce((a, b) => (b.active < a.active ? b : a))
+    if (this.encoders.length < this.workers) return this.spawn()
+    return this.encoders.reduce((a, b) => (b.active < a.active ? b : a))
   }
 
-  private spawn(): Slot {
+  private spawn(): Encoder {
     const worker = moduleWorker('export-worker')
-    const slot: Slot = { worker, active: 0 }
+    const encoder: Encoder = { worker, active: 0 }
     worker.on('message', (reply: ExportReply) => this.exports.get(reply.id)?.onReply(reply))
     const lost = (err: Error) => {
-      const at = this.slots.indexOf(slot)
+      const at = this.encoders.indexOf(encoder)
       if (at < 0) return
-      this.slots.splice(at, 1)
+      this.encoders.splice(at, 1)
       for (const e of [...this.exports.values()]) if (e.worker === worker) e.fail(err)
     }
     worker.on('error', lost)
     worker.on('exit', (code) => lost(new Error(`an export worker stopped (exit code ${code})`)))
-    this.slots.push(slot)
-    return slot
+    this.encoders.push(encoder)
+    return encoder
   }
 }
 
