@@ -346,6 +346,12 @@ class RecordKeys {
     else builder.append(this.text(row))
   }
 
+  /** The hash of a row's key bytes (the key is one text column), as the slots keep it. */
+  private hashOf(row: number): number {
+    const { offsets, data } = this.column!
+    return mix(fnv1a(data, offsets[row], this.end(row))) | 0
+  }
+
   /** The hashes of a block's keys (unmatched rows[from..to)), their slots touched: misses overlap. */
   private readonly blockHashes = new Int32Array(TOUCH_BLOCK)
   private blockFrom = -1
@@ -353,12 +359,10 @@ class RecordKeys {
 
   hashBlock(rows: Int32Array, from: number, to: number): void {
     if (!this.column) return
-    const { offsets, data } = this.column
     const { slots, mask, blockHashes } = this
     let sum = 0
     for (let k = from; k < to; k++) {
-      const row = rows[k]
-      const hash = mix(fnv1a(data, offsets[row], this.end(row))) | 0
+      const hash = this.hashOf(rows[k])
       blockHashes[k - from] = hash
       sum = (sum + slots[2 * (hash & mask)]) | 0
     }
@@ -382,8 +386,7 @@ class RecordKeys {
     const { slots } = this
     const s = offsets[row]
     const e = this.end(row)
-    const hash =
-      k >= this.blockFrom && k < this.blockTo ? this.blockHashes[k - this.blockFrom] : mix(fnv1a(data, s, e)) | 0
+    const hash = k >= this.blockFrom && k < this.blockTo ? this.blockHashes[k - this.blockFrom] : this.hashOf(row)
     for (let at = hash & this.mask; ; at = (at + 1) & this.mask) {
       const other = slots[2 * at] - 1
       if (other < 0) {

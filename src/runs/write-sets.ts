@@ -14,7 +14,7 @@ import type { Worker } from 'node:worker_threads'
 import type { Table as ArrowTable } from 'apache-arrow'
 import { CsvWriter } from './csv.js'
 import { moduleWorker } from './module-worker.js'
-import type { EarlyMatches as EngineMatches } from '../engine/reconcile.js'
+import type { EarlyMatches } from '../engine/reconcile.js'
 import { type ResultSet, type ResultsInput, resultTables, writeArrowSet } from './results.js'
 
 /** Below this many result rows one thread writes everything: a helper takes ~0.1 s to start. */
@@ -66,7 +66,7 @@ export interface SetsOptions {
   /** Starts the helper (tests hand in one that fails). */
   helper?: () => Worker
   /** The matches set, already given to the helper by startMatches. */
-  early?: EarlyMatches
+  early?: StartedMatches
 }
 
 /**
@@ -76,14 +76,14 @@ export interface SetsOptions {
  * writeSets (handed this) leaves the matches out of its queue; the helper goes on with the other
  * sets once it is done. Undefined when the sets would be written on one thread anyway.
  */
-export interface EarlyMatches {
+export interface StartedMatches {
   helper: Worker
   /** Whether the helper wrote the set. */
   done: Promise<boolean>
 }
 
 /**
- * Starts writing the matches set on the helper (see EarlyMatches). `input` holds the matches, the
+ * Starts writing the matches set on the helper (see StartedMatches). `input` holds the matches, the
  * passes and the loaded sides (the unmatched sets are not known yet); `alongside`: the caller will
  * have work of its own to do while the sets are written (writeSets' option of that name).
  */
@@ -92,21 +92,23 @@ export function startMatches(
   out: string,
   format: SetFormat,
   { alongside = false, helperMinRows }: { alongside?: boolean; helperMinRows?: number } = {},
-): EarlyMatches | undefined {
-  // what the matches set reads; the unmatched sets, not known yet, are empty here as forSet makes them
-  const input = { ...early, result: { ...early.result, unmatchedLeft: NO_UNMATCHED, unmatchedRight: NO_UNMATCHED } }
+): StartedMatches | undefined {
+  // what the matches set reads, as forSet prunes it; the unmatched sets are not known yet
+  const input = {
+    ...early,
+    result: { ...early.result, unmatchedLeft: NO_UNMATCHED, unmatchedRight: NO_UNMATCHED },
+  } as unknown as ResultsInput
   const { matches, left, right } = early.result
   // every record not in a match is unmatched: the rows the whole result will have
   const rows =
     matches.count + left.length - matches.leftStart[matches.count] + right.length - matches.rightStart[matches.count]
-  if (rows < minRowsFor(input as ResultsInput, format, alongside, helperMinRows)) return undefined
+  if (rows < minRowsFor(input, format, alongside, helperMinRows)) return undefined
   const helper = takeHelper()
-  const job = { input: forSet(input as ResultsInput, 'matches'), set: 'matches' as const, out, format }
-  return { helper, done: onWorker(helper, job) }
+  return { helper, done: onWorker(helper, { input, set: 'matches', out, format }) }
 }
 
 /** What startMatches is given: the result as far as the engine has it (RunOptions.onMatches). */
-export type EarlyInput = Omit<ResultsInput, 'result'> & { result: EngineMatches }
+export type EarlyInput = Omit<ResultsInput, 'result'> & { result: EarlyMatches }
 
 /**
  * Writes a run's sets into `out` (created if needed): a job's `write`. Its `matches` starts the
@@ -120,7 +122,7 @@ export interface ResultsWriter {
 }
 
 export function setsWriter(out: string, format: SetFormat, { alongside = false } = {}): ResultsWriter {
-  let early: EarlyMatches | undefined
+  let early: StartedMatches | undefined
   const write = async (results: ResultsInput, work?: () => void) => {
     await mkdir(out, { recursive: true })
     const started = early
@@ -144,7 +146,7 @@ export function setsWriter(out: string, format: SetFormat, { alongside = false }
  * Waits for an early matches set that writeSets will not be called for (the run failed after its
  * passes), and lets the helper go.
  */
-export async function dropMatches(early: EarlyMatches): Promise<void> {
+export async function dropMatches(early: StartedMatches): Promise<void> {
   const ok = await early.done
   release(early.helper, ok)
 }
