@@ -522,6 +522,13 @@ t.test('floats are written as String() writes them, the digit-by-digit path incl
     data: [{ type: 'float', length: values.length, valid: null, values: Float64Array.from(values) }],
     length: values.length,
   })
+  const { rows, wrong } = wrongLines(table, (at) => String(values[at]))
+  t.equal(rows, values.length)
+  t.same(wrong, [])
+})
+
+/** The first five rows of `table`'s CSV lines that are not `want(row)`, and how many rows it had. */
+function wrongLines(table: ReturnType<typeof toArrowTable>, want: (row: number) => string) {
   const wrong: string[] = []
   let at = 0
   for (const batch of table.batches) {
@@ -529,11 +536,10 @@ t.test('floats are written as String() writes them, the digit-by-digit path incl
       .toString()
       .split('\n')
     for (let i = 0; i < batch.numRows; i++, at++)
-      if (lines[i] !== String(values[at]) && wrong.length < 5) wrong.push(`${String(values[at])} written ${lines[i]}`)
+      if (lines[i] !== want(at) && wrong.length < 5) wrong.push(`${want(at)} written ${lines[i]}`)
   }
-  t.equal(at, values.length)
-  t.same(wrong, [])
-})
+  return { rows: at, wrong }
+}
 
 t.test('dates and decimals are written as formatDate and formatDecimal write them', async (t) => {
   // dates are spelled once per day and then copied (a table from 1900 over 2^17 days); the edges
@@ -561,17 +567,10 @@ t.test('dates and decimals are written as formatDate and formatDecimal write the
     ],
     length: n,
   })
-  const wrong: string[] = []
-  let at = 0
-  for (const batch of table.batches) {
-    const lines = Buffer.concat(csvBatch(table.schema, batch, 'matches'))
-      .toString()
-      .split('\n')
-    for (let i = 0; i < batch.numRows; i++, at++) {
-      const want = `${formatDate(days[at % days.length])},${formatDecimal(units[at % units.length], 2)}`
-      if (lines[i] !== want && wrong.length < 5) wrong.push(`${want} written ${lines[i]}`)
-    }
-  }
-  t.equal(at, n)
+  const { rows, wrong } = wrongLines(
+    table,
+    (at) => `${formatDate(days[at % days.length])},${formatDecimal(units[at % units.length], 2)}`,
+  )
+  t.equal(rows, n)
   t.same(wrong, [])
 })
