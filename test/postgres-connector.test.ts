@@ -87,7 +87,8 @@ t.test('postgres connector', async (t) => {
       /WHERE "amount" BETWEEN \$1::numeric AND \$2::numeric AND "account" COLLATE "C" LIKE \$3::text AND "booked" IN \(\$4::date, \$5::date\)$/,
     )
     t.same(q.params, ['100', '20000', 'ACC-%', '2024-01-05', '2024-01-31'])
-    t.notMatch(q.sql, /ACC-|2024|100/, 'no value is spliced into the SQL')
+    // Only the WHERE clause: the schema name is random hex and may itself hold "100".
+    t.notMatch(q.sql!.slice(q.sql!.indexOf(' WHERE ')), /ACC-|2024|100/, 'no value is spliced into the SQL')
   })
 
   t.test('every operator, with the engine semantics', async (t) => {
