@@ -9,7 +9,7 @@ import t from 'tap'
 import { prng } from '../bench/gen-data.js'
 import { loadCsv } from '../src/engine/load/csv/index.js'
 import { tableFromRows } from '../src/engine/load/json.js'
-import { keyHashes } from '../src/engine/match/keys.js'
+import { keyHashes, plainStringKeys } from '../src/engine/match/keys.js'
 import { partitionBits, partitionSide } from '../src/engine/match/partition.js'
 import { PARALLEL_MIN_ROWS, partitionHelper } from '../src/engine/match/partition-helper.js'
 import { planPass } from '../src/engine/plan/plan.js'
@@ -138,6 +138,13 @@ t.test('the helper partitions like this thread; a job it cannot do answers null'
   const columns = ['reference', 'amount', 'txn_date']
   const there = helper.partition(tables.l, columns, keys.left, bits)()
   t.strictSame(there, partitionSide(tables.l, columns, keys.left, bits), 'same positions, rows, hashes and columns')
+  const key = plainStringKeys(plan.keys, tables)!
+  t.equal(key.left, tables.l.data[tables.l.columns.findIndex((c) => c.name === 'reference')], 'the key column')
+  t.strictSame(
+    helper.partition(tables.l, columns, { column: key.left }, bits)(),
+    there,
+    'given the key column, the helper hashes it as keyHashes does',
+  )
 
   const jobs = helper.jobs
   t.equal(helper.partition(tables.l, ['reference', 'no_such_column'], keys.left, bits)(), null, 'an error answers null')

@@ -42,7 +42,7 @@ export interface SideTotals {
   byPass: { records: number; amount: string | null }[]
 }
 
-/** Totals of one side, from the match columns in one sweep (no per-row lists). */
+/** Totals of one side: its rows marked with their pass, then one sweep in row order. */
 export function sideTotals(
   table: Table,
   amount: AmountColumn | undefined,
@@ -66,35 +66,31 @@ export function sideTotals(
     }
   }
   const { values, valid, scale } = amount
-  // each pass's matched amount from its matches' rows (reads that do not wait on each other), the
-  // side's total in one sweep, and unmatched = total - matched: no per-row array to fill
-  const sums = new Array<bigint>(passes).fill(0n)
-  const partial = new Float64Array(passes)
+  // Each row's pass (0: unmatched) is marked first, then one sweep in row order sums every pass and
+  // the side's total. Reading the amounts in match order instead (the rows of a partitioned join,
+  // scattered over 8 MB of units) waited on a cache miss per row: ~30 ms a side at 1M rows, against
+  // a few for writes into the one-byte marks (which fit the cache) and a sweep that streams.
+  const mark = passes < 256 ? new Uint8Array(table.length) : new Uint16Array(table.length)
   for (let k = 0; k < matches.count; k++) {
-    const p = matches.pass[k]
-    for (let n = start[k]; n < start[k + 1]; n++) {
-      const row = rows[n]
-      if (valid !== null && valid[row] === 0) continue
-      const x = partial[p] + values[row]
-      if (x > LIMIT || x < -LIMIT) {
-        sums[p] += BigInt(x)
-        partial[p] = 0
-      } else partial[p] = x
-    }
+    const p = matches.pass[k] + 1
+    for (let n = start[k]; n < start[k + 1]; n++) mark[rows[n]] = p
   }
-  let totalBig = 0n
-  let total = 0
+  const sums = new Array<bigint>(passes + 1).fill(0n)
+  const partial = new Float64Array(passes + 1)
   for (let row = 0; row < table.length; row++) {
     if (valid !== null && valid[row] === 0) continue
-    total += values[row]
-    if (total > LIMIT || total < -LIMIT) {
-      totalBig += BigInt(total)
-      total = 0
-    }
+    const p = mark[row]
+    const x = partial[p] + values[row]
+    if (x > LIMIT || x < -LIMIT) {
+      sums[p] += BigInt(x)
+      partial[p] = 0
+    } else partial[p] = x
   }
-  const byPass = sums.map((s, p) => s + BigInt(partial[p]))
+  // slot 0 holds the unmatched rows
+  const bySlot = sums.map((s, p) => s + BigInt(partial[p]))
+  const unmatchedTotal = bySlot[0]
+  const byPass = bySlot.slice(1)
   const matchedTotal = byPass.reduce((a, b) => a + b, 0n)
-  const unmatchedTotal = totalBig + BigInt(total) - matchedTotal
   return {
     rows: table.length,
     matched,

@@ -84,6 +84,21 @@ export function keyEquality(
   }
 }
 
+/**
+ * The two key columns when a pass joins on one plain string column a side: each side's hashes then
+ * come from its own bytes alone (hashBytes), so the left side's can be made on the partitioning
+ * helper thread while this one hashes the right (partition-helper.ts).
+ */
+export function plainStringKeys(
+  keys: KeyPair[],
+  tables: { l: Table; r: Table },
+): { left: StringColumn; right: StringColumn } | null {
+  if (keys.length !== 1) return null
+  const left = plainColumn(keys[0].left, tables.l)
+  const right = plainColumn(keys[0].right, tables.r)
+  return left?.type === 'string' && right?.type === 'string' ? { left, right } : null
+}
+
 function plainColumn(e: Expr, table: Table): Column | undefined {
   if (e.kind !== 'column') return undefined
   const n = table.columns.findIndex((c) => c.name === e.name)
@@ -134,7 +149,8 @@ function hashStrings(values: (string | null)[]): SideKeys {
   return { hash, isNull }
 }
 
-function hashBytes(col: StringColumn): SideKeys {
+/** A plain string key column's hashes, from its UTF-8 bytes. */
+export function hashBytes(col: StringColumn): SideKeys {
   const n = col.length
   const hash = sharedArray(Uint32Array, n)
   const isNull = sharedArray(Uint8Array, n)

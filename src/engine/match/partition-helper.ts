@@ -17,7 +17,7 @@
 // it in the background), passes partition on one thread.
 
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads'
-import type { Column } from '../data/column.js'
+import type { Column, StringColumn } from '../data/column.js'
 import type { SideKeys } from './keys.js'
 import type { PartitionedSide } from './partition.js'
 import { BEAT, DONE, type PartitionJob, type PartitionReply, READY } from './partition-job.js'
@@ -85,14 +85,21 @@ export class PartitionHelper {
   }
 
   /**
-   * Starts partitioning one side on the helper. The returned function waits for the result; it
-   * returns null when the helper failed or stalled, and the caller then partitions the side itself.
+   * Starts partitioning one side on the helper, with its key hashes or the one string key column
+   * the helper hashes first. The returned function waits for the result; it returns null when the
+   * helper failed or stalled, and the caller then partitions the side itself.
    */
-  partition(table: Table, columns: string[], keys: SideKeys, bits: number): () => PartitionedSide | null {
+  partition(
+    table: Table,
+    columns: string[],
+    keys: SideKeys | { column: StringColumn },
+    bits: number,
+  ): () => PartitionedSide | null {
     // only the columns the pass reads travel
     const used = table.columns.flatMap((info, k) => (columns.includes(info.name) ? [k] : []))
     const data = used.map((k) => table.data[k])
-    if (!this.usable || !data.every(inSharedMemory) || !isShared(keys.hash) || !isShared(keys.isNull)) return () => null
+    const sharedKeys = 'column' in keys ? inSharedMemory(keys.column) : isShared(keys.hash) && isShared(keys.isNull)
+    if (!this.usable || !data.every(inSharedMemory) || !sharedKeys) return () => null
     const seq = ++this.seq
     const job: PartitionJob = {
       seq,

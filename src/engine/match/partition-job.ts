@@ -1,5 +1,6 @@
 // What the engine's thread and the partitioning helper thread exchange (partition-helper.ts).
 
+import type { StringColumn } from '../data/column.js'
 import type { SideKeys } from './keys.js'
 import type { PartitionedSide } from './partition.js'
 import type { Table } from '../data/table.js'
@@ -14,7 +15,8 @@ export interface PartitionJob {
   /** Columns in shared memory: the engine's thread keeps its own table untouched. */
   table: Table
   columns: string[]
-  keys: SideKeys
+  /** The side's key hashes, or its one plain string key column, which the helper hashes itself. */
+  keys: SideKeys | { column: StringColumn }
   bits: number
 }
 

@@ -4,6 +4,7 @@
 // partition.ts.
 
 import { type MessagePort, workerData } from 'node:worker_threads'
+import { hashBytes } from './keys.js'
 import { type PartitionedSide, partitionSide } from './partition.js'
 import { BEAT, DONE, type PartitionJob, type PartitionReply, READY } from './partition-job.js'
 
@@ -30,7 +31,8 @@ function buffers(side: PartitionedSide): ArrayBuffer[] {
 port.on('message', (job: PartitionJob) => {
   let reply: PartitionReply
   try {
-    const side = partitionSide(job.table, job.columns, job.keys, job.bits, () => Atomics.add(state, BEAT, 1))
+    const keys = 'column' in job.keys ? hashBytes(job.keys.column) : job.keys
+    const side = partitionSide(job.table, job.columns, keys, job.bits, () => Atomics.add(state, BEAT, 1))
     reply = { seq: job.seq, side }
     port.postMessage(reply, buffers(side))
   } catch (err) {

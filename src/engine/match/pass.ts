@@ -17,7 +17,7 @@ import { type BandEvidence, type BandReport, bandJoin } from './bandpass.js'
 import { type ConjunctChecks, conjunctChecks, noChecks } from './checks.js'
 import { type NearMisses, nearMisses, partitionedJoin } from './hashpass.js'
 import { type CompiledBand, compileBand, PairList } from './join.js'
-import { keyEquality, keyHashes } from './keys.js'
+import { hashBytes, keyEquality, keyHashes, plainStringKeys } from './keys.js'
 import { type PartitionedSide, partitionBits, partitionSide } from './partition.js'
 import { PARALLEL_MIN_ROWS, partitionHelper } from './partition-helper.js'
 import { type PairOrder, pairOrder } from './prefer.js'
@@ -227,15 +227,18 @@ function partitionedSpace(
   parallel: boolean,
   lookups?: LookupSet,
 ): PassSpace {
-  const hashing = new ExprCompiler({ l: tables.l.columns, r: tables.r.columns }, tables, lookups)
-  const hashes = keyHashes(plan.keys, hashing, tables)
   const used = withScoredColumns(referencedColumns(exprs), scored)
   const bits = partitionBits(Math.max(tables.l.length, tables.r.length))
-  // the left side on the helper thread (when there is one) while this thread does the right
+  // the left side on the helper thread (when there is one) while this thread does the right; a
+  // plain string key is hashed there too, the rest here first
   const helper = parallel && tables.l.length >= PARALLEL_MIN_ROWS ? partitionHelper() : null
-  const pending = helper?.partition(tables.l, [...used.l], hashes.left, bits)
-  const right = partitionSide(tables.r, [...used.r], hashes.right, bits)
-  const left = pending?.() ?? partitionSide(tables.l, [...used.l], hashes.left, bits)
+  const plain = helper ? plainStringKeys(plan.keys, tables) : null
+  const hashing = new ExprCompiler({ l: tables.l.columns, r: tables.r.columns }, tables, lookups)
+  const hashes = plain ? null : keyHashes(plan.keys, hashing, tables)
+  const leftKeys = () => hashes?.left ?? hashBytes(plain!.left)
+  const pending = helper?.partition(tables.l, [...used.l], hashes?.left ?? { column: plain!.left }, bits)
+  const right = partitionSide(tables.r, [...used.r], hashes?.right ?? hashBytes(plain!.right), bits)
+  const left = pending?.() ?? partitionSide(tables.l, [...used.l], leftKeys(), bits)
   return {
     tables: { l: left.table, r: right.table },
     leftRows: left.rows,
