@@ -7,6 +7,7 @@
 // --out` (CSV encoded from the tables in memory) writes the very bytes the service exports from
 // the stored files.
 
+import { existsSync } from 'node:fs'
 import { cp, mkdir, readdir, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
@@ -358,6 +359,24 @@ t.test('two threads write the same CSV files as one, and a helper that fails cos
       t.equal(await readBack(out, set), await readBack(arrow.one, set), `${name}: ${set}.arrow, the same rows`)
   }
   t.same(calls, ['alongside-helper', 'alongside-one'], 'the work alongside ran once per write')
+  // the calling thread busy alongside (a run's exceptions) answers no message meanwhile: the helper
+  // claims the next sets itself, and has written the unmatched ones before that work is over
+  const busy = join(dir, 'busy')
+  await mkdir(busy)
+  const unmatched = ['unmatched-left', 'unmatched-right'].map((set) => join(busy, `${set}.arrow`))
+  let waited = 0
+  await writeSets(input, busy, 'arrow', {
+    helperMinRows: 0,
+    alongside: () => {
+      const since = performance.now()
+      const pause = new Int32Array(new SharedArrayBuffer(4))
+      while (!unmatched.every((f) => existsSync(f)) && performance.now() - since < 20_000) Atomics.wait(pause, 0, 0, 5)
+      waited = performance.now() - since
+    },
+  })
+  t.ok(waited < 20_000, `the helper wrote both unmatched sets while this thread was busy (${Math.round(waited)} ms)`)
+  for (const set of RESULT_SETS)
+    t.equal(await readBack(busy, set), await readBack(arrow.one, set), `busy alongside: ${set}.arrow, the same rows`)
   for (const set of RESULT_SETS) {
     t.equal(await readBack(arrow.two, set), await readBack(arrow.one, set), `${set}.arrow: two threads, the same rows`)
     t.same(

@@ -1,18 +1,10 @@
-// The helper thread of write-sets.ts: writes the result sets it is sent, one at a time, answering
-// { ok } for each.
+// The helper thread of write-sets.ts: writes the result sets of each job it is sent (claiming them
+// one at a time when the job shares a counter with the calling thread), answering once per job.
 
 import { parentPort } from 'node:worker_threads'
-import { type SetJob, writeSet } from './write-sets.js'
+import { type HelperJob, helperJob } from './write-sets.js'
 
 const port = parentPort
 if (!port) throw new Error('runs/write-sets-worker.ts runs in a worker thread')
 
-port.on('message', async (job: SetJob) => {
-  try {
-    await writeSet(job)
-    port.postMessage({ ok: true })
-  } catch {
-    // the calling thread writes the set again and reports what goes wrong there
-    port.postMessage({ ok: false })
-  }
-})
+port.on('message', async (job: HelperJob) => port.postMessage(await helperJob(job)))

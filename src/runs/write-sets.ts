@@ -2,7 +2,9 @@
 // of `concord reconcile --out`. Gathering a set's columns and encoding them is most of the work
 // after matching (1M × 1M: ~1.1 s of ~2.3 s on one thread), and the four sets do not depend on each
 // other. So a helper thread (write-sets-worker.ts) takes sets from the same queue as the calling
-// thread, costliest first. The loaded columns sit in shared memory (the CSV
+// thread, costliest first: each thread claims the next set with an atomic add on a shared counter,
+// so the helper goes on while the calling thread is busy with its own work (a run's exceptions)
+// and cannot answer messages. The loaded columns sit in shared memory (the CSV
 // loader allocates them there), so the helper reads them without a copy; the result's own arrays
 // are copied with the message, pruned to what the set needs. A helper that fails costs time, not
 // output: its set goes back to the calling thread, which writes the file again from the start.
@@ -30,6 +32,44 @@ export interface SetJob {
   set: ResultSet
   out: string
   format: SetFormat
+}
+
+/**
+ * What the helper is sent: sets to write, in order. With `claim`, a shared counter, each set is
+ * first claimed (Atomics.add: the index it returns is the set to write), as the calling thread
+ * claims them too; without, every set listed is the helper's.
+ */
+export interface HelperJob {
+  id: number
+  input: ResultsInput
+  sets: ResultSet[]
+  claim: Int32Array | null
+  out: string
+  format: SetFormat
+}
+
+/** The helper's answer to a job: the sets it wrote, and the one it failed (the caller writes it again). */
+export interface HelperReply {
+  id: number
+  wrote: ResultSet[]
+  failed: ResultSet | null
+}
+
+/** Runs a helper job on the thread it is called on (the helper's message handler). */
+export async function helperJob(job: HelperJob): Promise<HelperReply> {
+  const wrote: ResultSet[] = []
+  for (;;) {
+    const k = job.claim ? Atomics.add(job.claim, 0, 1) : wrote.length
+    const set = job.sets[k]
+    if (set === undefined) return { id: job.id, wrote, failed: null }
+    try {
+      await writeSet({ input: job.input, set, out: job.out, format: job.format })
+    } catch {
+      // the calling thread writes the set again and reports what goes wrong there
+      return { id: job.id, wrote, failed: set }
+    }
+    wrote.push(set)
+  }
 }
 
 /** One set's file in `out`: the Arrow file and its key index, or CSV. */
@@ -104,7 +144,8 @@ export function startMatches(
     matches.count + left.length - matches.leftStart[matches.count] + right.length - matches.rightStart[matches.count]
   if (rows < minRowsFor(input, format, alongside, helperMinRows)) return undefined
   const helper = takeHelper()
-  return { helper, done: onWorker(helper, { input, set: 'matches', out, format }) }
+  const done = onWorker(helper, { input, sets: ['matches'], claim: null, out, format })
+  return { helper, done: done.then((reply) => reply.wrote.includes('matches')) }
 }
 
 /** What startMatches is given: the result as far as the engine has it (RunOptions.onMatches). */
@@ -181,33 +222,36 @@ export async function writeSets(
   const { matches, unmatchedLeft, unmatchedRight } = input.result
   const rows = matches.count + unmatchedLeft.rows.length + unmatchedRight.rows.length
   const early = opts.early
-  const queue = ORDER.filter((set) => !(early && set === 'matches'))
+  const sets = ORDER.filter((set) => !(early && set === 'matches'))
   const alongside = opts.alongside
+  if (!early && rows < minRowsFor(input, format, alongside !== undefined, opts.helperMinRows)) {
+    alongside?.()
+    for (const set of sets) await writeSet({ input, set, out, format })
+    return
+  }
+  const helper = early ? early.helper : opts.helper ? opts.helper() : takeHelper()
+  // sets go to whichever thread claims them first; the helper is sent its job before the work
+  // alongside starts, and after an early matches set it goes straight on to claim the next
+  const claim = new Int32Array(new SharedArrayBuffer(4))
+  const onHelper = onWorker(helper, { input: forSets(input, sets), sets, claim, out, format })
+  const failed: ResultSet[] = []
+  const mine: ResultSet[] = []
   const onThisThread = async () => {
     alongside?.()
-    for (let set = queue.shift(); set; set = queue.shift()) {
+    for (let set = sets[Atomics.add(claim, 0, 1)]; set; set = sets[Atomics.add(claim, 0, 1)]) {
+      mine.push(set)
       await writeSet({ input, set, out, format })
-      // the helper's replies are read between two sets
-      await new Promise((next) => setImmediate(next))
-    }
-  }
-  if (!early && rows < minRowsFor(input, format, alongside !== undefined, opts.helperMinRows)) return onThisThread()
-  const helper = early ? early.helper : opts.helper ? opts.helper() : takeHelper()
-  const failed: ResultSet[] = []
-  const onHelper = async () => {
-    if (early && !(await early.done)) {
-      failed.push('matches')
-      return
-    }
-    for (let set = queue.shift(); set; set = queue.shift()) {
-      if (!(await onWorker(helper, { input: forSet(input, set), set, out, format }))) {
-        failed.push(set)
-        return
-      }
     }
   }
   try {
-    await Promise.all([onHelper(), onThisThread()])
+    const [reply] = await Promise.all([
+      onHelper,
+      onThisThread(),
+      early?.done.then((ok) => ok || failed.push('matches')),
+    ])
+    // what the helper claimed and did not write (it failed one, or stopped) is written here again
+    const helpers = sets.filter((set) => !mine.includes(set))
+    failed.push(...helpers.filter((set) => !reply.wrote.includes(set)))
     for (const set of failed) await writeSet({ input, set, out, format })
   } finally {
     // a test's helper is ended
@@ -258,18 +302,22 @@ function giveBack(): void {
   kept?.unref()
 }
 
-/** Posts one set; true when the helper wrote it, false when it failed or stopped. */
-function onWorker(worker: Worker, job: SetJob): Promise<boolean> {
+let jobs = 0
+
+/** Posts a job and resolves with the helper's reply to it; a helper that errors or exits wrote nothing. */
+function onWorker(worker: Worker, job: Omit<HelperJob, 'id'>): Promise<HelperReply> {
+  const id = ++jobs
   return new Promise((done) => {
-    const settle = (ok: boolean) => {
-      worker.off('message', onMessage).off('error', onError).off('exit', onExit)
-      done(ok)
+    const settle = (reply: HelperReply) => {
+      worker.off('message', onMessage).off('error', onStop).off('exit', onStop)
+      done(reply)
     }
-    const onMessage = (reply: { ok: boolean }) => settle(reply.ok)
-    const onError = () => settle(false)
-    const onExit = () => settle(false)
-    worker.on('message', onMessage).on('error', onError).on('exit', onExit)
-    worker.postMessage(job)
+    const onMessage = (reply: HelperReply) => {
+      if (reply.id === id) settle(reply)
+    }
+    const onStop = () => settle({ id, wrote: [], failed: null })
+    worker.on('message', onMessage).on('error', onStop).on('exit', onStop)
+    worker.postMessage({ ...job, id })
   })
 }
 
@@ -289,11 +337,11 @@ function sharedColumns(input: ResultsInput): boolean {
 const NO_MATCHES = { count: 0 }
 const NO_UNMATCHED = { rows: new Int32Array(0) }
 
-/** The input with only what `set` reads: the rest of the result's arrays need not be copied over. */
-function forSet(input: ResultsInput, set: ResultSet): ResultsInput {
+/** The input with only what `sets` read: the rest of the result's arrays need not be copied over. */
+function forSets(input: ResultsInput, sets: ResultSet[]): ResultsInput {
   const result = { ...input.result, summary: undefined }
-  if (set !== 'matches' && set !== 'ambiguous') Object.assign(result, { matches: NO_MATCHES })
-  if (set !== 'unmatched-left') Object.assign(result, { unmatchedLeft: NO_UNMATCHED })
-  if (set !== 'unmatched-right') Object.assign(result, { unmatchedRight: NO_UNMATCHED })
+  if (!sets.includes('matches') && !sets.includes('ambiguous')) Object.assign(result, { matches: NO_MATCHES })
+  if (!sets.includes('unmatched-left')) Object.assign(result, { unmatchedLeft: NO_UNMATCHED })
+  if (!sets.includes('unmatched-right')) Object.assign(result, { unmatchedRight: NO_UNMATCHED })
   return { ...input, result: result as unknown as ResultsInput['result'] }
 }
