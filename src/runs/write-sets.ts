@@ -6,8 +6,9 @@
 // so the helper goes on while the calling thread is busy with its own work (a run's exceptions)
 // and cannot answer messages. The loaded columns sit in shared memory (the CSV
 // loader allocates them there), so the helper reads them without a copy; the result's own arrays
-// are copied with the message, pruned to what the set needs. A helper that fails costs time, not
-// output: its set goes back to the calling thread, which writes the file again from the start.
+// are copied with the message, pruned to what the sets it may claim need. A helper that fails costs
+// time, not output: a set it claimed and did not write goes back to the calling thread, which
+// writes the file again from the start.
 
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
