@@ -134,11 +134,8 @@ export function startMatches(
   format: SetFormat,
   { alongside = false, helperMinRows }: { alongside?: boolean; helperMinRows?: number } = {},
 ): StartedMatches | undefined {
-  // what the matches set reads, as forSet prunes it; the unmatched sets are not known yet
-  const input = {
-    ...early,
-    result: { ...early.result, unmatchedLeft: NO_UNMATCHED, unmatchedRight: NO_UNMATCHED },
-  } as unknown as ResultsInput
+  // the unmatched sets are not known yet: pruned as for any helper that writes only the matches
+  const input = forSets(early as unknown as ResultsInput, ['matches'])
   const { matches, left, right } = early.result
   // every record not in a match is unmatched: the rows the whole result will have
   const rows =

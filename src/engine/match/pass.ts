@@ -233,12 +233,12 @@ function partitionedSpace(
   // plain string key is hashed there too, the rest here first
   const helper = parallel && tables.l.length >= PARALLEL_MIN_ROWS ? partitionHelper() : null
   const plain = helper ? plainStringKeys(plan.keys, tables) : null
-  const hashing = new ExprCompiler({ l: tables.l.columns, r: tables.r.columns }, tables, lookups)
-  const hashes = plain ? null : keyHashes(plan.keys, hashing, tables)
-  const leftKeys = () => hashes?.left ?? hashBytes(plain!.left)
+  const hashes = plain
+    ? null
+    : keyHashes(plan.keys, new ExprCompiler({ l: tables.l.columns, r: tables.r.columns }, tables, lookups), tables)
   const pending = helper?.partition(tables.l, [...used.l], hashes?.left ?? { column: plain!.left }, bits)
   const right = partitionSide(tables.r, [...used.r], hashes?.right ?? hashBytes(plain!.right), bits)
-  const left = pending?.() ?? partitionSide(tables.l, [...used.l], leftKeys(), bits)
+  const left = pending?.() ?? partitionSide(tables.l, [...used.l], hashes?.left ?? hashBytes(plain!.left), bits)
   return {
     tables: { l: left.table, r: right.table },
     leftRows: left.rows,
