@@ -9,11 +9,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { tableFromIPC, tableToIPC } from 'apache-arrow'
+import { tableFromIPC } from 'apache-arrow'
 import { stringColumn, toArrowTable } from '../engine/data/arrow.js'
 import { type ColumnBuilder, columnBuilder } from '../engine/data/builder.js'
 import type { Table } from '../engine/data/table.js'
 import { fromArrowTable } from '../engine/load/arrow.js'
+import { writeArrowFile } from '../runs/arrow-file.js'
 import { REASONS, type Reason } from './classify.js'
 
 export const SIDES = ['left', 'right', 'both'] as const
@@ -151,7 +152,7 @@ export function writeSet(dir: string, rows: CreatedRows, overlay: Overlay): void
     ],
     length: n,
   }
-  writeFileSync(setFile(dir), tableToIPC(toArrowTable(table)))
+  writeArrowFile(setFile(dir), toArrowTable(table), 'stream')
   writeFileSync(overlayFile(dir), JSON.stringify({ ...overlay, scale: rows.scale }))
 }
 

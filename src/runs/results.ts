@@ -4,7 +4,6 @@
 // database row holds the summary; these hold the bulk. Matches keep one numbering across the two
 // match files (match_id, m0000001 for the first match of the run), so ids stay those of the run.
 
-import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import {
   type Data,
@@ -13,7 +12,6 @@ import {
   makeData,
   makeVector,
   Table as ArrowTable,
-  tableToIPC,
   Utf8,
   type Vector,
 } from 'apache-arrow'
@@ -31,6 +29,7 @@ import { type MatchSet, type PassInfo, recordKeyReader } from '../engine/explain
 import type { RunResult } from '../engine/reconcile.js'
 import type { Table } from '../engine/data/table.js'
 import { formatDecimal, POW10 } from '../engine/data/values.js'
+import { writeArrowFile } from './arrow-file.js'
 import { writeKeyIndex } from './key-index.js'
 
 export const RESULT_SETS = ['matches', 'ambiguous', 'unmatched-left', 'unmatched-right'] as const
@@ -319,7 +318,7 @@ function batched(table: ArrowTable): ArrowTable {
 export async function writeArrowSet(dir: string, input: ResultsInput, set: ResultSet): Promise<void> {
   const table = resultTables(input, [set])[set] as ArrowTable
   const file = resultFile(dir, set)
-  await writeFile(file, tableToIPC(batched(table), 'file'))
+  writeArrowFile(file, batched(table), 'file')
   // `?key=` lookups read this instead of scanning the file (key-index.ts)
   await writeKeyIndex(file, table)
 }
