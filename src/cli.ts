@@ -61,6 +61,8 @@ export async function main(argv: string[]): Promise<void> {
       return serve()
     }
     case 'reconcile': {
+      // large files: the engine's helper threads boot while this thread loads the modules below
+      await (await import('./runs/cli-args.js')).warmForFiles(argv.slice(1))
       const { loadConfig } = await import('./config.js')
       const { reconcileCommand } = await import('./runs/cli.js')
       process.exitCode = await reconcileCommand(argv.slice(1), loadConfig({ ...process.env, LOG_LEVEL: 'silent' }))

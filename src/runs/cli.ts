@@ -21,88 +21,10 @@ import { type ConnectorContext, type ConnectorRegistry, loadConnectors } from '.
 import { FilterConditionSchema } from '../sources/schemas.js'
 import { type JobProgress, runJob } from './job.js'
 import { setsWriter, warmHelper } from './write-sets.js'
+import { type Args, parseArgs } from './cli-args.js'
 import { RECONCILE_USAGE } from './usage.js'
 
 export { RECONCILE_USAGE }
-
-interface Args {
-  left: string
-  right: string
-  recipe: string
-  params: Record<string, string>
-  lookups: Record<string, string>
-  out?: string
-  format: 'csv' | 'arrow'
-  json: boolean
-  workspace: string
-}
-
-function parseArgs(argv: string[]): Args {
-  const args: Partial<Args> & { params: Record<string, string>; lookups: Record<string, string> } = {
-    params: {},
-    lookups: {},
-    format: 'csv',
-    json: false,
-    workspace: 'default',
-  }
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]
-    const value = () => {
-      const v = argv[++i]
-      if (v === undefined) throw usage(`${flag} needs a value`)
-      return v
-    }
-    switch (flag) {
-      case '--left':
-        args.left = value()
-        break
-      case '--right':
-        args.right = value()
-        break
-      case '--recipe':
-        args.recipe = value()
-        break
-      case '--param': {
-        const v = value()
-        const eq = v.indexOf('=')
-        if (eq <= 0) throw usage(`--param takes name=value, not "${v}"`)
-        args.params[v.slice(0, eq)] = v.slice(eq + 1)
-        break
-      }
-      case '--lookup': {
-        const v = value()
-        const eq = v.indexOf('=')
-        if (eq <= 0 || eq === v.length - 1) throw usage(`--lookup takes name=FILE_OR_ALIAS, not "${v}"`)
-        args.lookups[v.slice(0, eq)] = v.slice(eq + 1)
-        break
-      }
-      case '--out':
-        args.out = value()
-        break
-      case '--format': {
-        const v = value()
-        if (v !== 'csv' && v !== 'arrow') throw usage(`--format is csv or arrow, not "${v}"`)
-        args.format = v
-        break
-      }
-      case '--json':
-        args.json = true
-        break
-      case '--workspace':
-        args.workspace = value()
-        break
-      default:
-        throw usage(`unknown option "${flag}"`)
-    }
-  }
-  for (const required of ['left', 'right', 'recipe'] as const)
-    if (!args[required]) throw usage(`--${required} is required`)
-  return args as Args
-}
-
-function usage(message: string): ConcordError {
-  return new ConcordError('usage', message, 2, RECONCILE_USAGE)
-}
 
 /**
  * Binds the command's --left and --right: a file becomes a source of its type; anything else must
