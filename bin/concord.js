@@ -10,6 +10,19 @@ import module from 'node:module'
 const cache = module.enableCompileCache?.()
 if (cache?.directory && !process.env.NODE_COMPILE_CACHE) process.env.NODE_COMPILE_CACHE = cache.directory
 
+// A large `concord reconcile` starts again with glibc's huge pages (src/runs/cli-args.ts,
+// hugePagesEnv): execve keeps the process id and leaves no parent waiting. Where Node has no
+// process.execve (before 22.15) or it fails, the command runs as it is.
+if (process.argv[2] === 'reconcile' && typeof process.execve === 'function') {
+  try {
+    const { hugePagesEnv } = await import('../dist/src/runs/cli-args.js')
+    const env = hugePagesEnv(process.argv.slice(3), process.env)
+    if (env) process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], env)
+  } catch {
+    // not built yet (reported below), or the new image could not start: run here
+  }
+}
+
 let cli
 try {
   cli = await import('../dist/src/cli.js')
