@@ -22,6 +22,7 @@ import { FilterConditionSchema } from '../sources/schemas.js'
 import { type JobProgress, runJob } from './job.js'
 import { setsWriter, warmHelper } from './write-sets.js'
 import { type Args, parseArgs } from './cli-args.js'
+import { collectGarbage } from './collect.js'
 import { RECONCILE_USAGE } from './usage.js'
 
 export { RECONCILE_USAGE }
@@ -261,6 +262,9 @@ interface Bound {
   registry: ConnectorRegistry
 }
 
+/** Runs from this many rows a side collect their garbage before writing (collect.ts): below, it is little. */
+const COLLECT_MIN_ROWS = 100_000
+
 async function run(
   args: Args,
   recipe: Recipe,
@@ -281,9 +285,15 @@ async function run(
     connectors,
     outDir: null,
   }
+  let writing = false
   const onProgress = (p: JobProgress) => {
+    const rows = Math.max(p.rows_loaded.left ?? 0, p.rows_loaded.right ?? 0)
     // the set writer's helper boots while the sides are matched (one core is mostly idle then)
-    if (outDir && p.phase === 'matching') warmHelper(Math.max(p.rows_loaded.left ?? 0, p.rows_loaded.right ?? 0))
+    if (outDir && p.phase === 'matching') warmHelper(rows)
+    // the match is done and most of its memory dead: collected before the sets are written, it is
+    // not there beside the writing's own at the command's peak (collect.ts)
+    if (outDir && p.phase === 'writing' && !writing && rows >= COLLECT_MIN_ROWS) collectGarbage()
+    writing ||= p.phase === 'writing'
     if (tty) io.stderr.write(progressBar(p))
   }
   const summary = await runJob(spec, onProgress, {
