@@ -8,7 +8,7 @@ import { renameSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import t, { type Test } from 'tap'
 import { type CsvLoadOptions, loadCsv } from '../src/engine/load/csv/index.js'
-import type { PartHelper } from '../src/engine/load/csv/parallel.js'
+import { endPartHelper, type PartHelper, partHelper } from '../src/engine/load/csv/parallel.js'
 import { rowsAsJson } from '../src/engine/data/table.js'
 
 function file(t: Test, text: string): string {
@@ -106,6 +106,20 @@ t.test('an aborted parallel load rejects, and the next load still uses the worke
   const after = await loadCsv(path, split(4_000_000))
   t.equal(after.parts, 2)
   t.equal(after.rows, 300_000)
+})
+
+t.test('an ended worker is replaced by the next load', async (t) => {
+  const rows = Array.from({ length: 1000 }, (_, i) => `${i},ACC-${i % 977},${(i % 5000) / 100},2024-01-05`)
+  const path = file(t, `id,account,amount,day\n${rows.join('\n')}\n`)
+  const first = await loadCsv(path, split(10_000))
+  t.equal(first.parts, 2)
+  const ended = partHelper()
+  endPartHelper()
+  t.equal(await ended.ready(), false, 'the idle worker ended')
+  t.not(partHelper(), ended, 'the next load has another')
+  const again = await loadCsv(path, split(10_000))
+  t.equal(again.parts, 2, 'which parses its part')
+  t.same(rowsAsJson(again.table), rowsAsJson(first.table))
 })
 
 t.test('a worker that fails or cannot start leaves the load on this thread', async (t) => {

@@ -11,7 +11,7 @@ import { loadCsv } from '../src/engine/load/csv/index.js'
 import { tableFromRows } from '../src/engine/load/json.js'
 import { keyHashes, plainStringKeys } from '../src/engine/match/keys.js'
 import { partitionBits, partitionSide } from '../src/engine/match/partition.js'
-import { PARALLEL_MIN_ROWS, partitionHelper } from '../src/engine/match/partition-helper.js'
+import { endPartitionHelper, PARALLEL_MIN_ROWS, partitionHelper } from '../src/engine/match/partition-helper.js'
 import { planPass } from '../src/engine/plan/plan.js'
 import { ExprCompiler } from '../src/engine/plan/compile.js'
 import { reconcile, type RunResult } from '../src/engine/reconcile.js'
@@ -123,6 +123,20 @@ t.test('a large CSV side is partitioned on the helper, and the run is the one-th
     ROWS,
     'every left record is matched or unmatched',
   )
+})
+
+t.test('an ended helper is replaced by the next pass', async (t) => {
+  const files = writeFiles(t.testdir())
+  const [l, r] = await Promise.all([loadCsv(files.left), loadCsv(files.right)])
+  const ended = partitionHelper()
+  t.equal(await ended.ready(), true)
+  endPartitionHelper()
+  t.equal(ended.usable, false, 'ended')
+  const single = reconcile(recipe, l.table, r.table, { parallel: false })
+  const parallel = reconcile(recipe, l.table, r.table)
+  const next = partitionHelper()
+  t.not(next, ended, 'the run started another')
+  t.same(comparable(parallel), comparable(single), 'and matched as one thread does')
 })
 
 t.test('the helper partitions like this thread; a job it cannot do answers null', async (t) => {

@@ -23,6 +23,8 @@ import { type JobProgress, runJob } from './job.js'
 import { setsWriter, warmHelper } from './write-sets.js'
 import { type Args, parseArgs } from './cli-args.js'
 import { collectGarbage } from './collect.js'
+import { endPartHelper } from '../engine/load/csv/parallel.js'
+import { endPartitionHelper } from '../engine/match/partition-helper.js'
 import { RECONCILE_USAGE } from './usage.js'
 
 export { RECONCILE_USAGE }
@@ -288,11 +290,19 @@ async function run(
   let writing = false
   const onProgress = (p: JobProgress) => {
     const rows = Math.max(p.rows_loaded.left ?? 0, p.rows_loaded.right ?? 0)
-    // the set writer's helper boots while the sides are matched (one core is mostly idle then)
-    if (outDir && p.phase === 'matching') warmHelper(rows)
-    // the match is done and most of its memory dead: collected before the sets are written, it is
-    // not there beside the writing's own at the command's peak (collect.ts)
-    if (outDir && p.phase === 'writing' && !writing && rows >= COLLECT_MIN_ROWS) collectGarbage()
+    if (p.phase === 'matching') {
+      // the sides are loaded: the CSV part worker is not needed again
+      endPartHelper()
+      // the set writer's helper boots while the sides are matched (one core is mostly idle then)
+      if (outDir) warmHelper(rows)
+    }
+    if (p.phase === 'writing' && !writing) {
+      // the match is done and most of its memory dead, some of it held by the partitioning
+      // helper's heap: ended, and collected before the sets are written, it is not there beside
+      // the writing's own at the command's peak (collect.ts)
+      endPartitionHelper()
+      if (outDir && rows >= COLLECT_MIN_ROWS) collectGarbage()
+    }
     writing ||= p.phase === 'writing'
     if (tty) io.stderr.write(progressBar(p))
   }

@@ -99,6 +99,11 @@ export class PartHelper {
     }
   }
 
+  /** Ends the worker when it has no part to parse (a later load starts another). */
+  end(): void {
+    if (this.state === 'idle') this.fail('ended')
+  }
+
   private fail(message: string): void {
     if (this.state === 'dead') return
     if (shared === this) shared = null
@@ -127,6 +132,15 @@ let shared: PartHelper | null = null
 export function partHelper(): PartHelper {
   shared ??= new PartHelper()
   return shared
+}
+
+/**
+ * Ends the process's part worker if it is idle. A command that has loaded all it will load calls
+ * it: the worker's isolate and heap (~10–15 MB) are not held through the match (`concord
+ * reconcile`; a service's runs worker keeps its worker for the next run).
+ */
+export function endPartHelper(): void {
+  shared?.end()
 }
 
 /** The offset just after the first newline at or after `target`, or null when none is near. */
