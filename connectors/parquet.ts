@@ -4,16 +4,23 @@
 // The load-scoped reply's native query says how many groups were read.
 
 import { describeConditions, resolveConditions, selectRows } from '../src/engine/load/filter.js'
-import { openParquet, type ParquetFile, pruneRowGroups, readRowGroups } from '../src/engine/load/parquet/index.js'
+import type { ParquetFile } from '../src/engine/load/parquet/index.js'
 import { sliceRows, takeRows } from '../src/engine/data/table.js'
 import type { EngineContext, LoadOptions, ScopedTable, Source, SourceConnector } from '../src/sources/connector.js'
 import { confinedPath, FileCache, fileConfig, type FileSourceConfig } from '../src/sources/files.js'
 import type { ConnectorContext } from '../src/sources/registry.js'
 
+// The reader (hyparquet's ~30 modules) is loaded when a Parquet file is first read: a command or a
+// service that reads none does not load it.
+let reader: Promise<typeof import('../src/engine/load/parquet/index.js')> | undefined
+const parquet = () => (reader ??= import('../src/engine/load/parquet/index.js'))
+
 export function parquetConnector(dataDir: string): SourceConnector<FileSourceConfig> {
   const footers = new FileCache<ParquetFile>(16)
-  const fileOf = async (source: Source<FileSourceConfig>, signal?: AbortSignal) =>
-    footers.get(await confinedPath(dataDir, source.config.path), openParquet, signal)
+  const fileOf = async (source: Source<FileSourceConfig>, signal?: AbortSignal) => {
+    const { openParquet } = await parquet()
+    return footers.get(await confinedPath(dataDir, source.config.path), openParquet, signal)
+  }
   return {
     type: 'parquet',
     extensions: ['parquet'],
@@ -23,6 +30,7 @@ export function parquetConnector(dataDir: string): SourceConnector<FileSourceCon
     },
     async registerScoped(ctx: EngineContext, alias: string, source, conditions, opts: LoadOptions = {}) {
       const file = await fileOf(source, opts.signal)
+      const { pruneRowGroups, readRowGroups } = await parquet()
       const resolved = resolveConditions(
         file.columns.map((c) => c.info),
         conditions,

@@ -1,6 +1,6 @@
 // What a process loads at start (issue 17): the built modules import the packages made of hundreds
 // of small files (typebox, apache-arrow, pgsql-ast-parser) from dist/vendor/, one file each, and a
-// `concord reconcile` on files loads no PostgreSQL driver. Checked on the modules the process
+// `concord reconcile` on CSV files loads no PostgreSQL driver and no Parquet reader. Checked on the modules the process
 // really loads, recorded by a module hook, not on the build's text alone.
 
 import { execFile } from 'node:child_process'
@@ -22,7 +22,7 @@ const REGISTER = `import { register } from 'node:module'
 register(new URL('./hooks.mjs', import.meta.url))
 `
 
-t.test('concord reconcile on files loads vendored bundles and no database driver', async (t) => {
+t.test('concord reconcile on CSV files loads vendored bundles, no database driver, no Parquet reader', async (t) => {
   const dir = t.testdir({
     'hooks.mjs': HOOKS,
     'register.mjs': REGISTER,
@@ -59,7 +59,17 @@ t.test('concord reconcile on files loads vendored bundles and no database driver
     loaded.some((u) => u.includes('/dist/vendor/apache-arrow')),
     'apache-arrow from dist/vendor',
   )
-  for (const pkg of ['typebox', 'apache-arrow', 'pgsql-ast-parser', 'pg', 'pg-cursor', 'pg-copy-streams', 'kysely']) {
+  for (const pkg of [
+    'typebox',
+    'apache-arrow',
+    'pgsql-ast-parser',
+    'pg',
+    'pg-cursor',
+    'pg-copy-streams',
+    'kysely',
+    // the Parquet reader, when no side is a Parquet file
+    'hyparquet',
+  ]) {
     t.same(
       loaded.filter((u) => u.includes(`/node_modules/${pkg}/`)),
       [],
