@@ -98,14 +98,9 @@ const WARM_MIN_BYTES = 4 * 1024 * 1024
  * the command to report; an alias (not a file) warms nothing here.
  */
 export async function warmForFiles(argv: string[]): Promise<{ partition: boolean; sets: boolean }> {
-  const none = { partition: false, sets: false }
-  let args: Args
-  try {
-    args = parseArgs(argv)
-  } catch {
-    return none
-  }
-  if (Math.max(fileSize(args.left), fileSize(args.right)) < WARM_MIN_BYTES) return none
+  const sides = largerSide(argv)
+  if (!sides || sides.bytes < WARM_MIN_BYTES) return { partition: false, sets: false }
+  const { args } = sides
   const { partitionHelper } = await import('../engine/match/partition-helper.js')
   partitionHelper()
   if (args.out === undefined || args.format !== 'csv') return { partition: true, sets: false }
@@ -134,14 +129,23 @@ export function hugePagesEnv(
 ): NodeJS.ProcessEnv | null {
   const tunables = env.GLIBC_TUNABLES ?? ''
   if (platform !== 'linux' || tunables.includes('glibc.malloc.hugetlb')) return null
+  const sides = largerSide(argv)
+  if (!sides || sides.bytes < HUGE_PAGES_MIN_BYTES) return null
+  return { ...env, GLIBC_TUNABLES: tunables ? `${tunables}:glibc.malloc.hugetlb=1` : 'glibc.malloc.hugetlb=1' }
+}
+
+/**
+ * The command's arguments and the size of its larger side's file (0 for an alias); null for
+ * arguments the command will refuse (it reports them itself).
+ */
+function largerSide(argv: string[]): { args: Args; bytes: number } | null {
   let args: Args
   try {
     args = parseArgs(argv)
   } catch {
     return null
   }
-  if (Math.max(fileSize(args.left), fileSize(args.right)) < HUGE_PAGES_MIN_BYTES) return null
-  return { ...env, GLIBC_TUNABLES: tunables ? `${tunables}:glibc.malloc.hugetlb=1` : 'glibc.malloc.hugetlb=1' }
+  return { args, bytes: Math.max(fileSize(args.left), fileSize(args.right)) }
 }
 
 function fileSize(path: string): number {
