@@ -1,21 +1,30 @@
 // What users run, as whole processes (issue 17): `concord reconcile --left L --right R --recipe
 // bench/recipes/recon-keyed.json --out DIR` writing the CSV result sets, against a DuckDB script
 // that loads the same files typed, joins them and writes matches and both unmatched sets as CSV
-// (bench/recon-duckdb.ts); the two alternated BENCH_RUNS times (3) on the keyed workload of
-// bench/gen-recon.ts. Alternated with them, the same reconciliation over REST: a `concord serve`
+// (bench/recon-duckdb.ts, compiled to JavaScript first as Concord is); the two alternated
+// BENCH_RUNS times (3) on the keyed workload of bench/gen-recon.ts. Alternated with them, the same reconciliation over REST: a `concord serve`
 // started once (files registered by path), timed from POST /api/runs (an inline recipe) to the
 // last byte of its three CSV exports, downloaded together; the files' mtime is touched before each
 // run so no cached parse is reused (a new day's file). Also `concord --help`, the start-up a shell
 // user meets. Wall time as seen from here, peak RSS as GNU time reports it; medians. Concord runs
-// from dist/ (npm run build): the service with the start script's GLIBC_TUNABLES, the commands
-// without (the reconcile command sets huge pages for itself on large files, as a user meets it).
+// from dist/ (npm run build): the service with the start script's GLIBC_TUNABLES, the commands as
+// a shell user starts them, through bin/concord.js's shebang line (which sets it for itself).
 //   npm run bench:command [-- --rows 100000,1000000]
 
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { reconFiles, writeRecon } from './gen-recon.js'
-import { AS_A_USER, AS_NPM_START, median, type Timed, timed, timedReconcile } from './whole-process.js'
+import {
+  AS_A_USER,
+  AS_NPM_START,
+  compiledScript,
+  concordCommand,
+  median,
+  type Timed,
+  timed,
+  timedReconcile,
+} from './whole-process.js'
 
 const arg = process.argv.indexOf('--rows')
 const sizes = (arg >= 0 ? process.argv[arg + 1] : '1000000').split(',').map(Number)
@@ -23,7 +32,8 @@ const runs = Number(process.env.BENCH_RUNS ?? 3)
 const recipe = resolve('bench/recipes/recon-keyed.json')
 
 if (spawnSync(process.execPath, ['scripts/build.js']).status !== 0) throw new Error('npm run build failed')
-const help = Array.from({ length: 5 }, () => timed([process.execPath, 'bin/concord.js', '--help'], AS_A_USER))
+const help = Array.from({ length: 5 }, () => timed(concordCommand('--help'), AS_A_USER))
+const reference = compiledScript('bench/recon-duckdb.ts')
 console.log(`concord --help: median ${median(help.map((h) => h.ms)).toFixed(0)} ms of 5`)
 
 /** A `concord serve` on a data folder holding (hard links to) the workload's two files. */
@@ -109,12 +119,7 @@ for (const n of sizes) {
   for (let k = 0; k < runs; k++) {
     for (const out of Object.values(outs)) rmSync(out, { recursive: true, force: true })
     concord.push(timedReconcile(files.left, files.right, recipe, outs.concord))
-    duckdb.push(
-      timed(
-        [process.execPath, '--import', 'tsx', 'bench/recon-duckdb.ts', files.left, files.right, outs.duckdb],
-        AS_A_USER,
-      ),
-    )
+    duckdb.push(timed([process.execPath, reference, files.left, files.right, outs.duckdb], AS_A_USER))
     const viaRest = await serve.run()
     rest.push(viaRest.ms)
     console.error(

@@ -14,13 +14,14 @@ import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { writeUnkeyed } from './gen-unkeyed.js'
 import { scoreUnkeyed } from './score-unkeyed.js'
-import { median, type Timed, timed, timedReconcile } from './whole-process.js'
+import { compiledScript, median, type Timed, timed, timedReconcile } from './whole-process.js'
 
 const arg = process.argv.indexOf('--rows')
 const sizes = (arg >= 0 ? process.argv[arg + 1] : '10000,45000,100000').split(',').map(Number)
 const runs = Number(process.env.BENCH_RUNS ?? 3)
 const duckdbMaxRows = Number(process.env.BENCH_DUCKDB_MAX_ROWS ?? 100_000)
 const recipe = resolve('bench/recipes/unkeyed-probabilistic.json')
+const reference = compiledScript('bench/link-duckdb.ts')
 const rows: string[] = []
 for (const n of sizes) {
   const dir = resolve(`bench/data/unkeyed-${n}`)
@@ -32,10 +33,7 @@ for (const n of sizes) {
   for (let k = 0; k < runs; k++) {
     for (const out of Object.values(outs)) rmSync(out, { recursive: true, force: true })
     concord.push(timedReconcile(sent, received, recipe, outs.concord))
-    if (n <= duckdbMaxRows)
-      duckdb.push(
-        timed([process.execPath, '--import', 'tsx', 'bench/link-duckdb.ts', sent, received, outs.duckdb], process.env),
-      )
+    if (n <= duckdbMaxRows) duckdb.push(timed([process.execPath, reference, sent, received, outs.duckdb], process.env))
     console.error(
       `${n}: run ${k + 1}: concord ${concord[k].ms.toFixed(0)} ms, duckdb ${duckdb[k]?.ms.toFixed(0) ?? 'not run'} ms`,
     )

@@ -2,6 +2,8 @@
 // (bench/link.ts, bench/command.ts).
 
 import { spawnSync } from 'node:child_process'
+import { mkdirSync } from 'node:fs'
+import { basename, delimiter, dirname, resolve } from 'node:path'
 
 // Concord as `npm start` runs it (see bench/recon.ts): glibc backs large arrays with huge pages
 export const AS_NPM_START = {
@@ -9,11 +11,32 @@ export const AS_NPM_START = {
   GLIBC_TUNABLES: process.env.GLIBC_TUNABLES || 'glibc.malloc.hugetlb=1',
 }
 
-// A shell user's environment: `concord reconcile` on large files sets huge pages for itself
-// (src/runs/cli-args.ts, hugePagesEnv), so the command is measured without the tunable set for it
-export const AS_A_USER = Object.fromEntries(
-  Object.entries(process.env).filter(([name]) => name !== 'GLIBC_TUNABLES'),
-) as NodeJS.ProcessEnv
+// A shell user's environment: the `concord` command sets huge pages for itself (its shebang line,
+// bin/concord.js), so it is measured without the tunable set for it. The `node` it finds first on
+// the PATH is the one running the benchmark.
+export const AS_A_USER = {
+  ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'GLIBC_TUNABLES')),
+  PATH: [dirname(process.execPath), process.env.PATH].join(delimiter),
+} as NodeJS.ProcessEnv
+
+/** `concord ARGS` as a shell user starts it: the bin file itself, through its shebang line. */
+export const concordCommand = (...args: string[]) => [resolve('bin/concord.js'), ...args]
+
+/**
+ * A reference script (bench/*-duckdb.ts) compiled to JavaScript once, so that its process starts
+ * as Concord's does, without transpiling TypeScript (tsx adds 0.15-0.3 s to each start).
+ */
+export function compiledScript(script: string): string {
+  const out = resolve('bench/data/compiled', basename(script).replace(/\.ts$/, '.mjs'))
+  mkdirSync(dirname(out), { recursive: true })
+  const res = spawnSync(
+    process.execPath,
+    [resolve('node_modules/esbuild/bin/esbuild'), script, '--format=esm', '--platform=node', `--outfile=${out}`],
+    { encoding: 'utf8' },
+  )
+  if (res.status !== 0) throw new Error(`esbuild ${script} failed:\n${res.stderr}`)
+  return out
+}
 
 export interface Timed {
   ms: number
@@ -34,20 +57,7 @@ export function timed(command: string[], env: NodeJS.ProcessEnv): Timed {
 /** `concord reconcile … --out DIR --json` as its own process, as a user runs it (CSV results). */
 export function timedReconcile(left: string, right: string, recipe: string, out: string): Timed {
   return timed(
-    [
-      process.execPath,
-      'bin/concord.js',
-      'reconcile',
-      '--left',
-      left,
-      '--right',
-      right,
-      '--recipe',
-      recipe,
-      '--out',
-      out,
-      '--json',
-    ],
+    concordCommand('reconcile', '--left', left, '--right', right, '--recipe', recipe, '--out', out, '--json'),
     AS_A_USER,
   )
 }

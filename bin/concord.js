@@ -1,7 +1,11 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S GLIBC_TUNABLES=glibc.malloc.hugetlb=1:${GLIBC_TUNABLES} node
 // The `concord` command. It runs the JavaScript that `npm run build` (scripts/build.js) compiles
 // into dist/ — `npm ci` builds it, and `npm start` / `npm test` rebuild what changed — so no
 // process transpiles TypeScript at start.
+//
+// Started as `concord` or `npx concord`, the line above gives node glibc's huge pages (see
+// hugePagesEnv in src/runs/cli-args.ts for why), which glibc reads only when a process starts; the
+// caller's own tunables come after it, so a GLIBC_TUNABLES that chooses otherwise still wins.
 import module from 'node:module'
 
 // V8 keeps the modules' compiled code between starts (Node ≥ 22.1, in the system's temporary folder;
@@ -10,9 +14,10 @@ import module from 'node:module'
 const cache = module.enableCompileCache?.()
 if (cache?.directory && !process.env.NODE_COMPILE_CACHE) process.env.NODE_COMPILE_CACHE = cache.directory
 
-// A large `concord reconcile` starts again with glibc's huge pages (src/runs/cli-args.ts,
-// hugePagesEnv): execve keeps the process id and leaves no parent waiting. Where Node has no
-// process.execve (before 22.15) or it fails, the command runs as it is.
+// Started as `node bin/concord.js`, where no shebang line set them, a large `concord reconcile`
+// starts again with huge pages (src/runs/cli-args.ts, hugePagesEnv): execve keeps the process id
+// and leaves no parent waiting. Where Node has no process.execve (before 22.15) or it fails, the
+// command runs as it is.
 if (process.argv[2] === 'reconcile' && typeof process.execve === 'function') {
   try {
     const { hugePagesEnv } = await import('../dist/src/runs/cli-args.js')

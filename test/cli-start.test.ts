@@ -1,13 +1,13 @@
 // How `concord reconcile` starts on large files (src/runs/cli-args.ts): the engine's helper
 // threads before it loads its modules (warmForFiles) — which threads for which arguments, and that
-// the partitioning helper it started is the one the engine then finds, running — and the command
-// started again with glibc's huge pages (hugePagesEnv, bin/concord.js), seen from inside the
-// started process.
+// the partitioning helper it started is the one the engine then finds, running — and glibc's huge
+// pages, seen from inside the started process: set by bin/concord.js's shebang line when it is
+// started as a command, and otherwise by starting again (hugePagesEnv).
 
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { delimiter, dirname, join } from 'node:path'
 import t from 'tap'
 import { partitionHelper } from '../src/engine/match/partition-helper.js'
 import { hugePagesEnv, warmForFiles } from '../src/runs/cli-args.js'
@@ -69,16 +69,21 @@ t.test('huge pages: when the command starts again', async (t) => {
     GLIBC_TUNABLES: 'glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1',
   })
   t.equal(hugePagesEnv(argv(huge), { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0' }), null, 'a choice already made')
+  t.equal(hugePagesEnv(argv(huge), { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1:' }), null, 'by the shebang line')
   t.equal(hugePagesEnv(argv(huge), {}, 'darwin'), null, 'not Linux')
   t.equal(hugePagesEnv(argv(large), {}), null, 'a smaller file')
   t.equal(hugePagesEnv(argv('bank'), {}), null, 'an alias')
   t.equal(hugePagesEnv(['--left', huge], {}), null, 'arguments the command refuses')
 })
 
-t.test('huge pages: the command as a user starts it', { skip: process.platform !== 'linux' }, async (t) => {
-  // a preload that notes the process id and the tunables of every process image it starts in (its
-  // main thread: NODE_OPTIONS reaches worker threads too)
+/**
+ * Runs `command` (`concord reconcile` of the huge file) with `tunables` and returns the process id
+ * and GLIBC_TUNABLES of every process image it started, as a preload noted them (in its main
+ * thread: NODE_OPTIONS reaches worker threads too).
+ */
+function startedImages(command: string[], tunables?: string): string[][] {
   const seen = join(dir, 'seen.txt')
+  rmSync(seen, { force: true })
   const note = join(dir, 'note.mjs')
   writeFileSync(
     note,
@@ -87,31 +92,56 @@ t.test('huge pages: the command as a user starts it', { skip: process.platform !
   )
   const { GLIBC_TUNABLES: _, ...env } = process.env
   const run = spawnSync(
-    process.execPath,
-    ['bin/concord.js', 'reconcile', '--left', huge, '--right', right, '--recipe', recipe, '--json'],
+    command[0],
+    [...command.slice(1), 'reconcile', '--left', huge, '--right', right, '--recipe', recipe, '--json'],
     {
-      env: { ...env, NODE_OPTIONS: `--import=${note}` },
+      env: {
+        ...env,
+        ...(tunables === undefined ? {} : { GLIBC_TUNABLES: tunables }),
+        NODE_OPTIONS: `--import=${note}`,
+        // the shebang line's `node` is the one running the tests
+        PATH: [dirname(process.execPath), env.PATH].join(delimiter),
+      },
       encoding: 'utf8',
     },
   )
-  t.equal(run.status, 0, run.stderr)
-  t.equal((JSON.parse(run.stdout) as { matches: number }).matches, 1, 'the run itself')
-  const images = readFileSync(seen, 'utf8')
+  if (run.status !== 0) throw new Error(`${command.join(' ')} failed: ${run.stderr}`)
+  if ((JSON.parse(run.stdout) as { matches: number }).matches !== 1) throw new Error(`the run itself: ${run.stdout}`)
+  return readFileSync(seen, 'utf8')
     .trim()
     .split('\n')
     .map((line) => line.split(' '))
-  if (typeof (process as { execve?: unknown }).execve !== 'function') {
-    t.same(
-      images.map(([, tunables]) => tunables),
-      ['-'],
-      'no process.execve: runs as it is',
-    )
-    return
-  }
-  t.equal(images.length, 2, 'started once more')
-  t.equal(images[0][0], images[1][0], 'the same process')
+}
+
+t.test('huge pages: the command started as `concord`', { skip: process.platform !== 'linux' }, async (t) => {
+  const images = startedImages(['bin/concord.js'])
+  t.equal(images.length, 1, 'started once: its shebang line set them')
+  t.equal(images[0][1], 'glibc.malloc.hugetlb=1:')
+  // glibc takes the last value a tunable is given: the caller's
   t.same(
-    images.map(([, tunables]) => tunables),
-    ['-', 'glibc.malloc.hugetlb=1'],
+    startedImages(['bin/concord.js'], 'glibc.malloc.hugetlb=0').map(([, tunables]) => tunables),
+    ['glibc.malloc.hugetlb=1:glibc.malloc.hugetlb=0'],
   )
 })
+
+t.test(
+  'huge pages: the command started as `node bin/concord.js`',
+  { skip: process.platform !== 'linux' },
+  async (t) => {
+    const images = startedImages([process.execPath, 'bin/concord.js'])
+    if (typeof (process as { execve?: unknown }).execve !== 'function') {
+      t.same(
+        images.map(([, tunables]) => tunables),
+        ['-'],
+        'no process.execve: runs as it is',
+      )
+      return
+    }
+    t.equal(images.length, 2, 'started once more')
+    t.equal(images[0][0], images[1][0], 'the same process')
+    t.same(
+      images.map(([, tunables]) => tunables),
+      ['-', 'glibc.malloc.hugetlb=1'],
+    )
+  },
+)

@@ -113,14 +113,16 @@ export async function warmForFiles(argv: string[]): Promise<{ partition: boolean
 const HUGE_PAGES_MIN_BYTES = 16 * 1024 * 1024
 
 /**
- * The environment `concord reconcile` starts itself again with (bin/concord.js) so that glibc's
- * malloc backs large blocks with transparent huge pages — `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`,
- * which `npm start` and the image set for the service and which glibc reads only when a process
- * starts. Writing fresh memory is much of a large run's cost (see ARCHITECTURE.md, "memory"): 1M ×
- * 1M, four alternated runs each, 2.71–2.85 s without, 2.27–2.41 s with. Starting again costs
- * ~80 ms, so only when a side is a file of HUGE_PAGES_MIN_BYTES or more; null when the command
- * runs as it is (another system, a tunable already chosen — the started command's own check
- * sees it — or arguments the command will refuse).
+ * The environment `concord reconcile` started as `node bin/concord.js` starts itself again with so
+ * that glibc's malloc backs large blocks with transparent huge pages —
+ * `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, which `npm start`, the image and the `concord` command's
+ * shebang line set, and which glibc reads only when a process starts. Writing fresh memory is much
+ * of a large run's cost (see ARCHITECTURE.md, "memory"): 1M × 1M, four alternated runs each,
+ * 2.71–2.85 s without, 2.27–2.41 s with. Starting again costs a second start of node (120–150 ms
+ * to the second execve, strace), so only when a side is a file of HUGE_PAGES_MIN_BYTES or more;
+ * null when the command runs as it is (another system, a tunable already chosen — by the shebang
+ * line, by the caller, or by the started command's own check — or arguments the command will
+ * refuse).
  */
 export function hugePagesEnv(
   argv: string[],
