@@ -108,10 +108,7 @@ export function parsePredicate(when: string, functions: Record<string, [number, 
   if (when.trim() === '') throw new PredicateError('empty_predicate', 'the predicate is empty')
   let where: PgExpr | undefined
   try {
-    const statements = parse(`${PREFIX}${when}`, { locationTracking: true })
-    if (statements.length !== 1 || statements[0].type !== 'select') throw new Error('not a single predicate')
-    const select = statements[0] as { where?: PgExpr; from?: unknown; columns?: unknown[] }
-    where = select.where
+    where = parsedWhere(when)
   } catch (err) {
     // the parser counts lines and columns in the text it was given, the prefix included: say where
     // in `when` (from 1), and what stands there
@@ -139,6 +136,27 @@ export function parsePredicate(when: string, functions: Record<string, [number, 
   if (!where) throw new PredicateError('syntax_error', 'the predicate is not a WHERE condition')
   return new Converter(when, functions).expr(where)
 }
+
+/**
+ * The parser's tree of the WHERE clause of `when`, kept for the texts parsed last: a run parses
+ * each pass's predicate several times (checking the recipe, planning, compiling), and the Earley
+ * parser took 25 ms for the first parse of a 135-character predicate and 3–5 ms for each next one,
+ * enough for V8 to compile the parser optimized as well (~40 ms of a compiler thread). The tree
+ * is only read (Converter).
+ */
+function parsedWhere(when: string): PgExpr | undefined {
+  let where = parsedTrees.get(when)
+  if (where === undefined && !parsedTrees.has(when)) {
+    const statements = parse(`${PREFIX}${when}`, { locationTracking: true })
+    if (statements.length !== 1 || statements[0].type !== 'select') throw new Error('not a single predicate')
+    where = (statements[0] as { where?: PgExpr }).where
+    if (parsedTrees.size >= PARSED_TREES) parsedTrees.delete(parsedTrees.keys().next().value!)
+    parsedTrees.set(when, where)
+  }
+  return where
+}
+const PARSED_TREES = 64
+const parsedTrees = new Map<string, PgExpr | undefined>()
 
 class Converter {
   constructor(

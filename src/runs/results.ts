@@ -25,7 +25,7 @@ import {
 } from '../engine/data/arrow.js'
 import type { StringColumn } from '../engine/data/column.js'
 import { takeColumn } from '../engine/data/column.js'
-import { type MatchSet, type PassInfo, recordKeyReader } from '../engine/explain/evidence.js'
+import { type MatchSet, type PassInfo, recordKeyReader, type UnmatchedSet } from '../engine/explain/evidence.js'
 import type { RunResult } from '../engine/reconcile.js'
 import type { Table } from '../engine/data/table.js'
 import { formatDecimal, POW10 } from '../engine/data/values.js'
@@ -236,6 +236,13 @@ function matchIds(numbers: Int32Array): StringColumn {
   return { type: 'string', length: n, valid: null, offsets, data }
 }
 
+/** `to[from[k]]` for the first `n` of `from` (a loop of its own: see missColumns). */
+function mapped(from: Int32Array | Uint8Array, n: number, to: number[]): Int32Array {
+  const out = new Int32Array(n)
+  for (let k = 0; k < n; k++) out[k] = to[from[k]]
+  return out
+}
+
 function matchesTable(
   { set: m, numbers }: { set: MatchSet; numbers: Int32Array },
   passes: PassInfo[],
@@ -243,9 +250,11 @@ function matchesTable(
   views: boolean,
 ): ArrowTable {
   const patterns = [...new Set(passes.map((p) => p.pattern))]
-  const patternOfPass = passes.map((p) => patterns.indexOf(p.pattern))
-  const patternIndex = new Int32Array(m.count)
-  for (let k = 0; k < m.count; k++) patternIndex[k] = patternOfPass[m.pass[k]]
+  const patternIndex = mapped(
+    m.pass,
+    m.count,
+    passes.map((p) => patterns.indexOf(p.pattern)),
+  )
   // encoded at once (views), the numbers themselves: the CSV writer spells match_no as the id
   // (csv.ts), so the million id strings (~40 ms) are not made only to be copied
   const id: Record<string, Vector> = views
@@ -324,6 +333,34 @@ export async function writeArrowSet(dir: string, input: ResultsInput, set: Resul
 }
 
 /**
+ * The nearest misses of unmatched records as the columns' rows and validity. A loop of its own, not
+ * inline in resultTables: a hot loop makes V8 compile its whole function optimized, and
+ * resultTables, with Arrow's constructors inlined, took 107 ms of a compiler thread (--trace-opt).
+ */
+function missColumns(u: UnmatchedSet, conjunctBase: number[]) {
+  const n = u.rows.length
+  const candidateRows = new Int32Array(n)
+  const hasCandidate = new Uint8Array(n)
+  const passIndex = new Int32Array(n)
+  const conjunctIndex = new Int32Array(n)
+  const hasConjunct = new Uint8Array(n)
+  // most unmatched records tied with nothing (-1): NULL there
+  const tied = new Uint8Array(n)
+  const tiedRows = new Int32Array(n)
+  for (let k = 0; k < n; k++) {
+    const found = u.candidate[k] >= 0 && u.pass[k] >= 0
+    hasCandidate[k] = found ? 1 : 0
+    candidateRows[k] = found ? u.candidate[k] : 0
+    passIndex[k] = found ? u.pass[k] : 0
+    hasConjunct[k] = found && u.conjunct[k] >= 0 ? 1 : 0
+    conjunctIndex[k] = hasConjunct[k] ? conjunctBase[u.pass[k]] + u.conjunct[k] : 0
+    tied[k] = u.tiedWith[k] >= 0 ? 1 : 0
+    tiedRows[k] = Math.max(0, u.tiedWith[k])
+  }
+  return { candidateRows, hasCandidate, passIndex, conjunctIndex, hasConjunct, tied, tiedRows }
+}
+
+/**
  * The result sets of a completed run as Arrow tables in memory (all four unless `sets` names some):
  * what writeArrowSet stores, and what `concord reconcile --out` encodes as CSV without storing it
  * first. With `views`, string columns are Dictionary views over the loaded columns instead of
@@ -364,27 +401,10 @@ export function resultTables(
     const u = side === 'left' ? result.unmatchedLeft : result.unmatchedRight
     const own = side === 'left' ? left : right
     const [ownKeys, otherKeys] = side === 'left' ? [keys.left, keys.right] : [keys.right, keys.left]
-    const n = u.rows.length
-    const candidateRows = new Int32Array(n)
-    const hasCandidate = new Uint8Array(n)
-    const passIndex = new Int32Array(n)
-    const conjunctIndex = new Int32Array(n)
-    const hasConjunct = new Uint8Array(n)
-    for (let k = 0; k < n; k++) {
-      const found = u.candidate[k] >= 0 && u.pass[k] >= 0
-      hasCandidate[k] = found ? 1 : 0
-      candidateRows[k] = found ? u.candidate[k] : 0
-      passIndex[k] = found ? u.pass[k] : 0
-      hasConjunct[k] = found && u.conjunct[k] >= 0 ? 1 : 0
-      conjunctIndex[k] = hasConjunct[k] ? conjunctBase[u.pass[k]] + u.conjunct[k] : 0
-    }
-    // most unmatched records tied with nothing (-1): NULL there
-    const tied = new Uint8Array(n)
-    const tiedRows = new Int32Array(n)
-    for (let k = 0; k < n; k++) {
-      tied[k] = u.tiedWith[k] >= 0 ? 1 : 0
-      tiedRows[k] = Math.max(0, u.tiedWith[k])
-    }
+    const { candidateRows, hasCandidate, passIndex, conjunctIndex, hasConjunct, tied, tiedRows } = missColumns(
+      u,
+      conjunctBase,
+    )
     const unmatched = new ArrowTable({
       record_key: makeVector(ownKeys(u.rows)),
       closest_candidate: makeVector(otherKeys(candidateRows, hasCandidate)),
