@@ -2,16 +2,17 @@
 // bench/recipes/recon-keyed.json --out DIR` writing the CSV result sets, against a DuckDB script
 // that loads the same files typed, joins them and writes matches and both unmatched sets as CSV
 // (bench/recon-duckdb.ts, compiled to JavaScript first as Concord is); the two alternated
-// BENCH_RUNS times (3) on the keyed workload of bench/gen-recon.ts. Alternated with them, the same reconciliation over REST: a `concord serve`
-// started once (files registered by path), timed from POST /api/runs (an inline recipe) to the
-// last byte of its three CSV exports, downloaded together; the files' mtime is touched before each
-// run so no cached parse is reused (a new day's file). Also `concord --help`, the start-up a shell
-// user meets. Wall time as seen from here, peak RSS as GNU time reports it; medians. Concord runs
-// from dist/ (npm run build): the service with the start script's GLIBC_TUNABLES, the commands as
-// a shell user starts them, through bin/concord.js's shebang line (which sets it for itself).
+// BENCH_RUNS times (3) on the keyed workload of bench/gen-recon.ts. Alternated with them, the same
+// reconciliation over REST: a `concord serve` started once (files registered by path), timed from
+// POST /api/runs (an inline recipe) to the last byte of its three CSV exports, downloaded together
+// with curl; the files' mtime is touched before each run so no cached parse is reused (a new day's
+// file). Also `concord --help`, the start-up a shell user meets. Wall time as seen from here, peak
+// RSS as GNU time reports it; medians. Concord runs from dist/ (npm run build): the service with
+// the start script's GLIBC_TUNABLES, the commands as a shell user starts them, through
+// bin/concord.js's shebang line (which sets it for itself).
 //   npm run bench:command [-- --rows 100000,1000000]
 
-import { spawn, spawnSync } from 'node:child_process'
+import { execFile, spawn, spawnSync } from 'node:child_process'
 import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { reconFiles, writeRecon } from './gen-recon.js'
@@ -35,6 +36,19 @@ if (spawnSync(process.execPath, ['scripts/build.js']).status !== 0) throw new Er
 const help = Array.from({ length: 5 }, () => timed(concordCommand('--help'), AS_A_USER))
 const reference = compiledScript('bench/recon-duckdb.ts')
 console.log(`concord --help: median ${median(help.map((h) => h.ms)).toFixed(0)} ms of 5`)
+
+/**
+ * The bytes of a download with curl, as an ops user fetches an export. The client shares the two
+ * cores with the service: undici's `fetch` read the three exports (150 MB) with 0.56-0.71 s of CPU
+ * and took 0.65-0.75 s, curl 0.45-0.6 s (five rounds each, one run's exports).
+ */
+function download(url: string): Promise<number> {
+  return new Promise((resolve, reject) =>
+    execFile('curl', ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download}', url], (err, out) =>
+      err ? reject(new Error(`curl ${url}: ${err.message}`)) : resolve(Number(out)),
+    ),
+  )
+}
 
 /** A `concord serve` on a data folder holding (hard links to) the workload's two files. */
 async function server(files: { left: string; right: string }, n: number) {
@@ -80,12 +94,9 @@ async function server(files: { left: string; right: string }, n: number) {
       }
       const completedMs = performance.now() - t0
       const bytes = await Promise.all(
-        ['matches', 'unmatched-left', 'unmatched-right'].map(async (set) => {
-          const res = await fetch(`${base}/api/runs/${id}/export?set=${set}&format=csv`)
-          let size = 0
-          for await (const chunk of res.body!) size += (chunk as Uint8Array).byteLength
-          return size
-        }),
+        ['matches', 'unmatched-left', 'unmatched-right'].map((set) =>
+          download(`${base}/api/runs/${id}/export?set=${set}&format=csv`),
+        ),
       )
       return { ms: performance.now() - t0, completedMs, bytes }
     },
