@@ -66,6 +66,53 @@ t.test('types widen across the split as they do over the whole file', async (t) 
   t.equal(par.table.data[1].type === 'decimal' && par.table.data[1].values[1], 100, 'units rescaled to scale 2')
 })
 
+// Large enough that the columns have room for both parts (a few thousand rows): the worker parses
+// into the loader's own arrays after its share, and the join moves the part down (columns.ts,
+// reserveTail). Each way out of that room must give the sequential result.
+t.test('a part parsed into the arrays of the loader joins as the sequential parse does', async (t) => {
+  const row = (i: number, note: string) =>
+    `${i},ACC-${i % 97},${(i % 5000) / 100},2024-01-${String((i % 28) + 1).padStart(2, '0')},${i % 3 ? 'true' : 'false'},${note}`
+  const header = 'id,account,amount,day,flag,note\n'
+  const cases: [string, string[]][] = [
+    ['both parts in their room', Array.from({ length: 6000 }, (_, i) => row(i, `n${i}`))],
+    [
+      // the sample's long rows promise few rows per byte: this thread's share outgrows its room
+      "this thread's part outgrows its room",
+      [
+        ...Array.from({ length: 2100 }, (_, i) => row(i, 'x'.repeat(120))),
+        ...Array.from({ length: 8000 }, (_, i) => row(2100 + i, '')),
+      ],
+    ],
+    [
+      "the worker's part outgrows its room",
+      [
+        ...Array.from({ length: 5000 }, (_, i) => row(i, 'x'.repeat(40))),
+        ...Array.from({ length: 9000 }, (_, i) => `${5000 + i},A,1,2024-01-02,true,`),
+      ],
+    ],
+    [
+      // after the split: a float among the decimals, a timestamp among the dates, NULLs everywhere
+      'the worker part widens and has NULLs',
+      [
+        ...Array.from({ length: 4000 }, (_, i) => row(i, `n${i}`)),
+        ...Array.from({ length: 4000 }, (_, i) =>
+          i === 10 ? `${4000 + i},,1e-3,2024-01-02T10:00:00Z,,` : i % 7 ? row(4000 + i, `m${i}`) : `${4000 + i},,,,,`,
+        ),
+      ],
+    ],
+  ]
+  for (const [name, rows] of cases) {
+    const text = `${header}${rows.join('\n')}\n`
+    const path = file(t, text)
+    const { seq, par } = await sequentialAndSplit(path, Math.floor(text.length / 2))
+    t.equal(par.parts, 2, `${name}: parsed in two parts`)
+    t.same(par.table.columns, seq.table.columns, `${name}: types`)
+    t.same(rowsAsJson(par.table), rowsAsJson(seq.table), `${name}: rows`)
+    if (name === 'both parts in their room') t.equal(par.placed, 6, 'every column moved, none copied')
+    else t.ok(par.placed < 6, `${name}: copied where it left its room (${par.placed} moved)`)
+  }
+})
+
 t.test('a column that is text only after the split is read again as text', async (t) => {
   const rows = Array.from({ length: 40 }, (_, i) => `${i},${i * 2}`)
   const text = `id,code\n${rows.join('\n')}\n40,A-7\n41,0099\n`

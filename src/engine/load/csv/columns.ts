@@ -50,6 +50,8 @@ export class CsvColumn implements FieldSink {
   private negative = false
   private intCount = 0
   private fracCount = 0
+  /** The room left to a part parsed on another thread, until it is joined (reserveTail). */
+  private tail: Tail | null = null
 
   /**
    * `capacity`: the rows expected; `textBytes`: the bytes a string column is expected to need
@@ -61,10 +63,36 @@ export class CsvColumn implements FieldSink {
     scale: number,
     private capacity: number,
     private readonly textBytes = 0,
+    /** A part's room in the loader's own arrays (reserveTail), filled instead of arrays of its own. */
+    private readonly placement: Placement | null = null,
   ) {
     this.kind = kind
     this.scale = kind === 'decimal' ? scale : 0
-    this.allocate(kind)
+    if (placement) this.place(placement)
+    else this.allocate(kind)
+  }
+
+  private place(at: Placement): void {
+    if (at.offsets && at.data) {
+      this.offsets = at.offsets
+      this.data = at.data
+      this.capacity = at.offsets.length - 1
+    } else if (at.values instanceof Int32Array) this.days = at.values
+    else if (at.values instanceof Float64Array) this.num = at.values
+    else if (at.values) this.bool = at.values
+    if (at.values) this.capacity = at.values.length
+  }
+
+  /** Whether the part's rows are still where reserveTail put them (growing or widening moves them). */
+  private stillPlaced(): boolean {
+    const at = this.placement
+    if (!at) return false
+    if (this.kind === 'string') return this.offsets === at.offsets && this.data === at.data
+    return this.kind === 'date'
+      ? this.days === at.values
+      : this.kind === 'boolean'
+        ? this.bool === at.values
+        : this.num === at.values
   }
 
   private allocate(kind: ValueKind): void {
@@ -422,6 +450,30 @@ export class CsvColumn implements FieldSink {
     }
   }
 
+  /** Joins a part that sits in this column's reserved room (reserveTail), moved down to follow this thread's rows. */
+  private moveDown(p: ColumnPart, tail: Tail, pendingFloat: boolean): void {
+    const at = this.length
+    this.intDigits = Math.max(this.intDigits, p.intDigits)
+    this.pendingFloat = pendingFloat
+    if (p.valid) (this.valid ?? this.makeValid()).set(p.valid.subarray(0, p.length), at)
+    this.nulls += p.nulls
+    this.length = at + p.length
+    if (this.kind === 'string') {
+      const bytes = p.data!.length
+      if (this.size !== tail.bytes) this.data.copyWithin(this.size, tail.bytes, tail.bytes + bytes)
+      // the part's offsets are read from the room they are written over, always ahead of the writes
+      const from = p.offsets!
+      const base = this.size
+      for (let i = 1; i <= p.length; i++) this.offsets[at + i] = base + from[i]
+      this.size += bytes
+    } else if (at !== tail.rows) this.valuesArray()!.copyWithin(at, tail.rows, tail.rows + p.length)
+  }
+
+  /** Gives back the room reserveTail left to a part that will not come (the worker did not take it). */
+  unreserve(): void {
+    this.releaseTail()
+  }
+
   /** This column's rows as a part for another thread (see part.ts); the column is done after. */
   toPart(): ColumnPart {
     const k = this.kind
@@ -436,17 +488,103 @@ export class CsvColumn implements FieldSink {
       values: k === 'string' || k === 'null' ? null : k === 'date' ? this.days : k === 'boolean' ? this.bool : this.num,
       offsets: k === 'string' ? this.offsets : null,
       data: k === 'string' ? this.data.subarray(0, this.size) : null,
+      placed: this.stillPlaced(),
     }
   }
 
   /**
-   * Appends the rows of the next part of the file, parsed by another thread from the same
-   * sampled types: both sides widen to the type inference over all their values gives.
+   * Leaves the room of this column's arrays from row `rows` on (for text, from the same share of
+   * its bytes) to the part another thread parses from the file's split (index.ts): this thread's
+   * rows stop short of it, and appendPart joins the part by moving it down within memory already
+   * written, instead of copying it into fresh memory (the arrays are sized for the whole file: a
+   * first write to a page is what costs, see docs/ARCHITECTURE.md, "memory"). Null when there is
+   * no such room: another kind than the part starts with, or too little space either side. A
+   * column that outgrows its share (either side) moves to arrays of its own, and the part is then
+   * copied as it would have been.
    */
-  appendPart(p: ColumnPart): void {
+  reserveTail(kind: ValueKind, rows: number): Placement | null {
+    if (this.tail || this.kind !== kind || rows <= this.length + 1 || rows + 2 >= this.capacity) return null
+    const full = { offsets: this.offsets, data: this.data, values: this.valuesArray() }
+    let at: Placement
+    if (kind === 'string') {
+      const bytes = Math.floor((this.data.length * rows) / this.capacity)
+      if (bytes <= this.size || bytes >= this.data.length) return null
+      at = { offsets: this.offsets.subarray(rows + 1), data: this.data.subarray(bytes) }
+      this.offsets = this.offsets.subarray(0, rows + 1)
+      this.data = this.data.subarray(0, bytes)
+      this.tail = { rows, bytes, capacity: this.capacity, full, own: { offsets: this.offsets, data: this.data } }
+    } else {
+      if (!full.values) return null
+      at = { values: full.values.subarray(rows) }
+      const own = full.values.subarray(0, rows)
+      this.setValuesArray(own)
+      this.tail = { rows, bytes: 0, capacity: this.capacity, full, own: { values: own } }
+    }
+    this.capacity = rows
+    return at
+  }
+
+  private valuesArray(): Float64Array | Int32Array | Uint8Array | null {
+    switch (this.kind) {
+      case 'string':
+      case 'null':
+        return null
+      case 'date':
+        return this.days
+      case 'boolean':
+        return this.bool
+      default:
+        return this.num
+    }
+  }
+
+  private setValuesArray(a: Float64Array | Int32Array | Uint8Array): void {
+    if (a instanceof Int32Array) this.days = a
+    else if (a instanceof Float64Array) this.num = a
+    else this.bool = a
+  }
+
+  /**
+   * Ends a reserveTail: true when this thread's rows are still in the arrays it reserved from,
+   * which are whole again (valid grown to match); false when it moved to arrays of its own.
+   */
+  private releaseTail(): Tail | null {
+    const tail = this.tail
+    this.tail = null
+    if (!tail) return null
+    const own = tail.own
+    const kept =
+      this.kind === 'string'
+        ? this.offsets === own.offsets && this.data === own.data
+        : own.values !== undefined && this.valuesArray() === own.values
+    if (!kept) return null
+    if (this.kind === 'string') {
+      this.offsets = tail.full.offsets
+      this.data = tail.full.data
+    } else this.setValuesArray(tail.full.values!)
+    this.capacity = tail.capacity
+    if (this.valid && this.valid.length < this.capacity) {
+      const n = this.valid.length
+      this.valid = sharedCopy(this.valid, this.capacity)
+      this.valid.fill(1, n)
+    }
+    return tail
+  }
+
+  /**
+   * Appends the rows of the next part of the file, parsed by another thread from the same
+   * sampled types: both sides widen to the type inference over all their values gives. True when
+   * the part was moved within the column's arrays (reserveTail), false when it was copied.
+   */
+  appendPart(p: ColumnPart): boolean {
+    const tail = this.releaseTail()
     const merged = mergedKind(this, p)
     if (!merged) throw new NeedsString([this.index])
     const { kind: target, pendingFloat } = merged
+    if (tail && p.placed && target === this.kind && p.kind === target && p.scale === this.scale) {
+      this.moveDown(p, tail, pendingFloat)
+      return true
+    }
     const at = this.length
     const n = at + p.length
     if (n > this.capacity) this.grow(n) // exactly once: the size is known
@@ -464,7 +602,7 @@ export class CsvColumn implements FieldSink {
     this.length = n
     if (p.kind === 'null') {
       if (target === 'string') this.offsets.fill(this.size, at + 1, n + 1)
-      return
+      return false
     }
     const values = p.values!
     switch (target) {
@@ -477,13 +615,13 @@ export class CsvColumn implements FieldSink {
         const base = this.size
         for (let i = 1; i <= p.length; i++) this.offsets[at + i] = base + p.offsets![i]
         this.size += bytes.length
-        return
+        return false
       }
       case 'decimal': {
         const f = POW10[this.scale - p.scale]
         if (f === 1) this.num.set(values.subarray(0, p.length), at)
         else for (let i = 0; i < p.length; i++) this.num[at + i] = values[i] * f
-        return
+        return false
       }
       case 'float':
         if (p.kind === 'float') this.num.set(values.subarray(0, p.length), at)
@@ -491,21 +629,38 @@ export class CsvColumn implements FieldSink {
           const f = POW10[p.scale]
           for (let i = 0; i < p.length; i++) this.num[at + i] = values[i] / f
         }
-        return
+        return false
       case 'timestamp':
         if (p.kind === 'timestamp') this.num.set(values.subarray(0, p.length), at)
         else for (let i = 0; i < p.length; i++) this.num[at + i] = values[i] * DAY_MS
-        return
+        return false
       case 'date':
         this.days.set(values.subarray(0, p.length), at)
-        return
+        return false
       case 'boolean':
         this.bool.set(values.subarray(0, p.length), at)
-        return
+        return false
       default:
         this.num.set(values.subarray(0, p.length), at)
+        return false
     }
   }
+}
+
+/** Where a part parsed on another thread writes its rows: views of the loader's arrays (reserveTail). */
+export interface Placement {
+  values?: Float64Array | Int32Array | Uint8Array
+  offsets?: Int32Array
+  data?: Uint8Array
+}
+
+/** A column's reserved room: where it starts, and the whole arrays and this thread's share of them. */
+interface Tail {
+  rows: number
+  bytes: number
+  capacity: number
+  full: { offsets: Int32Array; data: Uint8Array; values: Float64Array | Int32Array | Uint8Array | null }
+  own: { offsets?: Int32Array; data?: Uint8Array; values?: Float64Array | Int32Array | Uint8Array }
 }
 
 /**

@@ -26,6 +26,8 @@ export interface CsvLoadResult {
   rows: number
   /** 2 when a worker thread parsed part of the file, else 1. */
   parts: number
+  /** Columns whose worker part was parsed into their own arrays and moved, not copied (columns.ts, reserveTail). */
+  placed: number
 }
 
 export interface CsvLoadOptions {
@@ -116,6 +118,10 @@ async function readAll(
     const target = Math.floor(Math.max(at, splitAt ?? at + (size - at) * OWN_SHARE))
     const start = await rowStartAfter(handle, target, size)
     if (start === null || start <= at || start >= size) return
+    // the part is parsed into the room after this thread's share of each column's arrays, with
+    // room to spare on both sides (columns.ts, reserveTail)
+    const ownRows = rowsIn(start - head.dataStart, head)
+    const placement = columns.map((c, k) => c.reserveTail(head.kinds[k], ownRows))
     split.part = helper.run({
       path: file.path,
       file: { dev: file.dev, ino: file.ino, size: file.size, mtimeMs: file.mtimeMs },
@@ -127,10 +133,13 @@ async function readAll(
       capacity: rowsIn(size - start, head),
       textBytes: head.bytesPerValue.map((b) => Math.ceil(rowsIn(size - start, head) * b * 1.05)),
       chunkSize,
+      placement,
     })
+    if (!split.part) for (const c of columns) c.unreserve()
   }
 
   let parts = 1
+  let placed = 0
   try {
     let from = head.dataStart
     for (;;) {
@@ -151,7 +160,7 @@ async function readAll(
         const needs: number[] = []
         for (const [k, c] of columns.entries()) {
           try {
-            c.appendPart(result.parts[k])
+            if (c.appendPart(result.parts[k])) placed++
           } catch (err) {
             if (!(err instanceof NeedsString)) throw err
             needs.push(...err.columns)
@@ -176,6 +185,7 @@ async function readAll(
     delimiter: head.delimiter,
     rows,
     parts,
+    placed,
   }
 }
 

@@ -21,7 +21,9 @@ async function parsePart(job: PartJob, cancel: Int32Array): Promise<PartResult> 
     if (s.dev !== f.dev || s.ino !== f.ino || s.size !== f.size || s.mtimeMs !== f.mtimeMs) {
       return { type: 'failed', message: 'the file changed during the load' }
     }
-    const columns = job.kinds.map((kind, k) => new CsvColumn(k, kind, job.scales[k], job.capacity, job.textBytes[k]))
+    const columns = job.kinds.map(
+      (kind, k) => new CsvColumn(k, kind, job.scales[k], job.capacity, job.textBytes[k], job.placement?.[k] ?? null),
+    )
     const tokenizer = new Tokenizer(job.delimiter, MAX_FIELDS)
     await scanRange({
       handle,

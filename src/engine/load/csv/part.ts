@@ -5,6 +5,7 @@
 // text but a part holds parsed values whose text is gone.
 
 import { type ValueKind, widen } from '../infer.js'
+import type { Placement } from './columns.js'
 import { isShared } from '../../data/shared.js'
 import { MAX_DECIMAL_DIGITS } from '../../data/values.js'
 
@@ -26,6 +27,8 @@ export interface ColumnPart extends PartType {
   /** string: length + 1 offsets into data. */
   offsets: Int32Array | null
   data: Uint8Array | null
+  /** The rows are still in the room the loader reserved for them (PartJob's `placement`). */
+  placed: boolean
 }
 
 /**
@@ -69,6 +72,11 @@ export interface PartJob {
   capacity: number
   textBytes: number[]
   chunkSize: number
+  /**
+   * Per column, room in the loader's own arrays (shared memory) to parse into, or null for
+   * arrays of the worker's own (columns.ts, reserveTail).
+   */
+  placement?: (Placement | null)[]
 }
 
 export interface FileIdentity {
