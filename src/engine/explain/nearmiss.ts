@@ -14,6 +14,9 @@ import { completeNearMisses } from '../match/bandpass.js'
 import { type NearMisses, nearShare } from '../match/hashpass.js'
 import type { PassEvidence } from '../match/pass.js'
 
+/** Positions merged a block at a time (see merge). */
+const BLOCK = 1024
+
 export function explainUnmatched(
   side: Side,
   passes: PassEvidence[],
@@ -35,6 +38,12 @@ export function explainUnmatched(
   const slot = new Int32Array(ownFree.length).fill(-1)
   for (let k = 0; k < count; k++) slot[rows[k]] = k
   const best = new Float64Array(count).fill(-1)
+  // A block's records are found first and each later read is a loop of its own: the reads of one
+  // record (its slot, its candidate's row, whether that was taken) land on random cache lines, and
+  // independent reads in a loop overlap their misses where one record's chain of them waits on each.
+  const ks = new Int32Array(BLOCK)
+  const slots = new Int32Array(BLOCK)
+  const others = new Int32Array(BLOCK)
   const merge = (
     index: number,
     near: NearMisses,
@@ -42,19 +51,35 @@ export function explainUnmatched(
     otherRows: Int32Array | null,
     freeAfterPass: Uint8Array | null,
   ) => {
-    for (let k = 0; k < near.missed.length; k++) {
-      if (near.missed[k] === 0 || (freeAfterPass !== null && freeAfterPass[k] === 0)) continue
-      const own = ownRows === null ? k : ownRows[k]
-      if (ownFree[own] === 0) continue // matched in the end: nothing to explain (and a cheap test first)
-      const s = slot[own]
-      const share = nearShare(near, k)
-      if (share <= best[s]) continue
-      best[s] = share
-      const other = otherRows === null ? near.candidate[k] : otherRows[near.candidate[k]]
-      candidate[s] = other
-      pass[s] = index
-      conjunct[s] = near.missed[k] === 1 ? -1 : near.conjunct[k]
-      candidateTaken[s] = otherFree[other] ? 0 : 1
+    const { missed } = near
+    for (let block = 0; block < missed.length; block += BLOCK) {
+      const end = Math.min(missed.length, block + BLOCK)
+      let n = 0
+      for (let k = block; k < end; k++) {
+        if (missed[k] !== 0 && (freeAfterPass === null || freeAfterPass[k] !== 0)) ks[n++] = k
+      }
+      // matched in the end: nothing to explain (-1)
+      for (let i = 0; i < n; i++) {
+        const own = ownRows === null ? ks[i] : ownRows[ks[i]]
+        slots[i] = ownFree[own] === 0 ? -1 : slot[own]
+      }
+      for (let i = 0; i < n; i++) {
+        const c = near.candidate[ks[i]]
+        others[i] = otherRows === null ? c : otherRows[c]
+      }
+      for (let i = 0; i < n; i++) {
+        const s = slots[i]
+        if (s < 0) continue
+        const k = ks[i]
+        const share = nearShare(near, k)
+        if (share <= best[s]) continue
+        best[s] = share
+        const other = others[i]
+        candidate[s] = other
+        pass[s] = index
+        conjunct[s] = missed[k] === 1 ? -1 : near.conjunct[k]
+        candidateTaken[s] = otherFree[other] ? 0 : 1
+      }
     }
   }
 
