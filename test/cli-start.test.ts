@@ -88,7 +88,8 @@ function startedImages(command: string[], tunables?: string): string[][] {
   writeFileSync(
     note,
     `import { appendFileSync } from 'node:fs'\nimport { isMainThread } from 'node:worker_threads'\n` +
-      `if (isMainThread) appendFileSync(${JSON.stringify(seen)}, process.pid + ' ' + (process.env.GLIBC_TUNABLES ?? '-') + '\\n')\n`,
+      `if (isMainThread) appendFileSync(${JSON.stringify(seen)}, [process.pid, process.env.GLIBC_TUNABLES ?? '-', ` +
+      `process.execArgv.includes('--initial-old-space-size=128')].join(' ') + '\\n')\n`,
   )
   const { GLIBC_TUNABLES: _, ...env } = process.env
   const run = spawnSync(
@@ -117,6 +118,7 @@ t.test('huge pages: the command started as `concord`', { skip: process.platform 
   const images = startedImages(['bin/concord.js'])
   t.equal(images.length, 1, 'started once: its shebang line set them')
   t.equal(images[0][1], 'glibc.malloc.hugetlb=1:')
+  t.equal(images[0][2], 'true', "and V8's old generation starts at 128 MB")
   // glibc takes the last value a tunable is given: the caller's
   t.same(
     startedImages(['bin/concord.js'], 'glibc.malloc.hugetlb=0').map(([, tunables]) => tunables),
@@ -140,8 +142,11 @@ t.test(
     t.equal(images.length, 2, 'started once more')
     t.equal(images[0][0], images[1][0], 'the same process')
     t.same(
-      images.map(([, tunables]) => tunables),
-      ['-', 'glibc.malloc.hugetlb=1'],
+      images.map(([, tunables, heap]) => [tunables, heap]),
+      [
+        ['-', 'false'],
+        ['glibc.malloc.hugetlb=1', 'true'],
+      ],
     )
   },
 )
