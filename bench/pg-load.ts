@@ -58,7 +58,7 @@ console.log(`\nPostgreSQL load, ${rows.toLocaleString('en')} rows × 5 columns (
 console.log('| path | rows | time | rows/s |')
 console.log('|---|---|---|---|')
 console.log(
-  `| concord scoped load (cursor → typed columns) | ${loaded} | ${ours.toFixed(0)} ms | ${Math.round(rows / (ours / 1000)).toLocaleString('en')} |`,
+  `| concord scoped load (COPY text → typed columns) | ${loaded} | ${ours.toFixed(0)} ms | ${Math.round(rows / (ours / 1000)).toLocaleString('en')} |`,
 )
 console.log(
   `| psql COPY … TO STDOUT (text, discarded) | ${rows} | ${copy.toFixed(0)} ms | ${Math.round(rows / (copy / 1000)).toLocaleString('en')} |`,
