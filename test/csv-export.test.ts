@@ -329,6 +329,28 @@ t.test('two threads write the same CSV files as one, and a helper that fails cos
     },
   })
   t.equal(started, 1, 'the failing helper was started')
+  // a set encoded a few source records at a time (large sets are: SLICE_ROWS) is the same file,
+  // on one thread and on two; with every fifth match flagged ambiguous, the two match files still
+  // number their rows as the run does
+  const ambiguous = Uint8Array.from(result.matches.ambiguous, (a, k) => (k % 5 === 3 ? 1 : a))
+  const flagged = { ...input, result: { ...result, matches: { ...result.matches, ambiguous } } }
+  t.ok(result.matches.count > 700 && result.unmatchedLeft.rows.length > 100, 'every set spans several slices')
+  for (const [name, run] of [
+    ['the run', input],
+    ['ambiguous matches among them', flagged],
+  ] as const) {
+    const sliced = { whole: join(dir, `whole-${name}`), one: join(dir, `one-${name}`), two: join(dir, `two-${name}`) }
+    for (const out of Object.values(sliced)) await mkdir(out)
+    await writeSets(run, sliced.whole, 'csv')
+    await writeSets(run, sliced.one, 'csv', { sliceRows: 7 })
+    await writeSets(run, sliced.two, 'csv', { sliceRows: 100, helperMinRows: 0 })
+    for (const set of RESULT_SETS) {
+      const whole = await readFile(join(sliced.whole, `${set}.csv`), 'utf8')
+      t.ok(whole.split('\n').length > 100 || (set === 'ambiguous' && run === input), `${name}: ${set} has rows`)
+      t.equal(await readFile(join(sliced.one, `${set}.csv`), 'utf8'), whole, `${name}: ${set} in slices of 7`)
+      t.equal(await readFile(join(sliced.two, `${set}.csv`), 'utf8'), whole, `${name}: ${set} in slices, two threads`)
+    }
+  }
   for (const set of RESULT_SETS) {
     const one = await readFile(join(outs.one, `${set}.csv`), 'utf8')
     t.ok(one.split('\n').length > 2 || set === 'ambiguous', `${set} has rows`)

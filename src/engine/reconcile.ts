@@ -2,6 +2,7 @@
 // evidence for every record. Every input record lands in exactly one of matched (a match,
 // possibly flagged ambiguous), unmatched-left or unmatched-right.
 
+import { largeArray } from './data/alloc.js'
 import { parsePredicate } from '../language/predicate.js'
 import { isProbabilistic, type Pattern, type Recipe, type RecipePass } from '../recipes/schema.js'
 import {
@@ -216,8 +217,8 @@ export function reconcile(recipe: Recipe, left: Table, right: Table, opts: RunOp
   if (parallel && left.length >= PARALLEL_MIN_ROWS) partitionHelper()
   const tables = { l: left, r: right }
   const scheduler = new PassScheduler(recipe)
-  const leftFree = new Uint8Array(left.length).fill(1)
-  const rightFree = new Uint8Array(right.length).fill(1)
+  const leftFree = largeArray(Uint8Array, left.length).fill(1)
+  const rightFree = largeArray(Uint8Array, right.length).fill(1)
   const matches = new MatchBuilder(left.length, right.length)
   const prepared: PreparedPass[] = []
   const probabilistic: ProbabilisticPass[] = []

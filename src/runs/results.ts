@@ -4,6 +4,7 @@
 // database row holds the summary; these hold the bulk. Matches keep one numbering across the two
 // match files (match_id, m0000001 for the first match of the run), so ids stay those of the run.
 
+import { largeArray } from '../engine/data/alloc.js'
 import { join } from 'node:path'
 import {
   type Data,
@@ -37,16 +38,25 @@ export type ResultSet = (typeof RESULT_SETS)[number]
 
 export const resultFile = (dir: string, set: ResultSet) => join(dir, `${set}.arrow`)
 
-/** Every row's record key as a string column: the key column itself when it is one string column. */
+/**
+ * Every row's record key as a string column: the key column itself when it is one string column.
+ * Made once per table and key: a set written in slices (resultSlice) asks for it per slice.
+ */
 function keyColumn(table: Table, key: string[]): StringColumn {
   if (key.length === 1) {
     const c = table.columns.findIndex((x) => x.name === key[0])
     const col = table.data[c]
     if (col?.type === 'string' && col.valid === null) return col
   }
+  const made = madeKeys.get(table)
+  const name = JSON.stringify(key)
+  if (made?.name === name) return made.column
   const read = recordKeyReader(table, key)
-  return stringColumn(Array.from({ length: table.length }, (_, row) => read(row)))
+  const column = stringColumn(Array.from({ length: table.length }, (_, row) => read(row)))
+  madeKeys.set(table, { name, column })
+  return column
 }
+const madeKeys = new WeakMap<Table, { name: string; column: StringColumn }>()
 
 /** Strings from a small set of values, as an Arrow dictionary column (pass names, patterns). */
 function dictionaryVector(values: string[], indices: Int32Array, valid: Uint8Array | null = null): Vector {
@@ -70,7 +80,7 @@ function float64Vector(values: Float64Array): Vector {
   let valid: Uint8Array | null = null
   for (let i = 0; i < values.length; i++) {
     if (Number.isNaN(values[i])) {
-      valid ??= new Uint8Array(values.length).fill(1)
+      valid ??= largeArray(Uint8Array, values.length).fill(1)
       valid[i] = 0
     }
   }
@@ -95,7 +105,7 @@ function amountVector(units: Float64Array, passOf: Int32Array, passes: PassInfo[
     return makeVector(arrowData(stringColumn(text)))
   }
   const scale = Math.max(0, ...passes.map((p) => p.amountScale))
-  const values = new Float64Array(n)
+  const values = largeArray(Float64Array, n)
   let valid: Uint8Array | null = null
   for (let k = 0; k < n; k++) {
     if (Number.isNaN(units[k])) {
@@ -114,16 +124,16 @@ function amountVector(units: Float64Array, passOf: Int32Array, passes: PassInfo[
 function waterfallVectors(m: RunResult['matches'], passes: PassInfo[]): Record<string, Vector> {
   const w = m.waterfall
   if (!w) return {}
-  const starts = new Int32Array(m.count + 1)
+  const starts = largeArray(Int32Array, m.count + 1)
   const valid = new Uint8Array(m.count)
   for (let k = 0; k < m.count; k++) {
     const e = w.entry[k]
     valid[k] = e > 0 ? 1 : 0
     starts[k + 1] = starts[k] + (e > 0 ? w.start[e] - w.start[e - 1] : 0)
   }
-  const levels = new Int32Array(starts[m.count])
-  const weights = new Float64Array(starts[m.count])
-  const matchWeight = new Float64Array(m.count).fill(Number.NaN)
+  const levels = largeArray(Int32Array, starts[m.count])
+  const weights = largeArray(Float64Array, starts[m.count])
+  const matchWeight = largeArray(Float64Array, m.count).fill(Number.NaN)
   for (let k = 0; k < m.count; k++) {
     const e = w.entry[k]
     if (e === 0) continue
@@ -154,30 +164,31 @@ export interface ResultsInput {
 }
 
 /**
- * The matches whose ambiguous flag is `flag`, with their numbers in the run (match_no). A run
- * without ambiguous matches writes its match columns as they are.
+ * The matches whose ambiguous flag is `flag`, with their numbers in the run (match_no; `first`: the
+ * number of m's first match, when m is a slice of the run's). A run without ambiguous matches
+ * writes its match columns as they are.
  */
-function matchesFlagged(m: MatchSet, flag: 0 | 1): { set: MatchSet; numbers: Int32Array } {
+function matchesFlagged(m: MatchSet, flag: 0 | 1, first = 1): { set: MatchSet; numbers: Int32Array } {
   let flagged = 0
   for (let k = 0; k < m.count; k++) if (m.ambiguous[k] === flag) flagged++
   if (flagged === m.count) {
     // a plain loop: TypedArray.from with a mapping function calls it per element (~80 ms at 1M)
-    const numbers = new Int32Array(m.count)
-    for (let k = 0; k < m.count; k++) numbers[k] = k + 1
+    const numbers = largeArray(Int32Array, m.count)
+    for (let k = 0; k < m.count; k++) numbers[k] = k + first
     return { set: m, numbers }
   }
-  const picked = new Int32Array(flagged)
+  const picked = largeArray(Int32Array, flagged)
   for (let k = 0, x = 0; k < m.count; k++) if (m.ambiguous[k] === flag) picked[x++] = k
   const n = picked.length
-  const leftStart = new Int32Array(n + 1)
-  const rightStart = new Int32Array(n + 1)
+  const leftStart = largeArray(Int32Array, n + 1)
+  const rightStart = largeArray(Int32Array, n + 1)
   for (let x = 0; x < n; x++) {
     const k = picked[x]
     leftStart[x + 1] = leftStart[x] + m.leftStart[k + 1] - m.leftStart[k]
     rightStart[x + 1] = rightStart[x] + m.rightStart[k + 1] - m.rightStart[k]
   }
-  const leftRows = new Int32Array(leftStart[n])
-  const rightRows = new Int32Array(rightStart[n])
+  const leftRows = largeArray(Int32Array, leftStart[n])
+  const rightRows = largeArray(Int32Array, rightStart[n])
   for (let x = 0; x < n; x++) {
     const k = picked[x]
     leftRows.set(m.leftRows.subarray(m.leftStart[k], m.leftStart[k + 1]), leftStart[x])
@@ -186,18 +197,18 @@ function matchesFlagged(m: MatchSet, flag: 0 | 1): { set: MatchSet; numbers: Int
   return {
     set: {
       count: n,
-      pass: gather(new Int32Array(n), m.pass, picked),
-      score: gather(new Float64Array(n), m.score, picked),
-      ambiguous: gather(new Uint8Array(n), m.ambiguous, picked),
-      amountDelta: gather(new Float64Array(n), m.amountDelta, picked),
-      daysDelta: gather(new Float64Array(n), m.daysDelta, picked),
+      pass: gather(largeArray(Int32Array, n), m.pass, picked),
+      score: gather(largeArray(Float64Array, n), m.score, picked),
+      ambiguous: gather(largeArray(Uint8Array, n), m.ambiguous, picked),
+      amountDelta: gather(largeArray(Float64Array, n), m.amountDelta, picked),
+      daysDelta: gather(largeArray(Float64Array, n), m.daysDelta, picked),
       leftStart,
       leftRows,
       rightStart,
       rightRows,
       ...(m.waterfall ? { waterfall: { ...m.waterfall, entry: picked.map((k) => m.waterfall!.entry[k]) } } : {}),
     },
-    numbers: picked.map((k) => k + 1),
+    numbers: picked.map((k) => k + first),
   }
 }
 
@@ -218,13 +229,13 @@ function gather<T extends Int32Array | Float64Array | Uint8Array>(
  */
 function matchIds(numbers: Int32Array): StringColumn {
   const n = numbers.length
-  const offsets = new Int32Array(n + 1)
+  const offsets = largeArray(Int32Array, n + 1)
   for (let k = 0; k < n; k++) {
     let digits = 1
     for (let v = numbers[k]; v >= 10; v = Math.floor(v / 10)) digits++
     offsets[k + 1] = offsets[k] + 1 + Math.max(7, digits)
   }
-  const data = new Uint8Array(offsets[n])
+  const data = largeArray(Uint8Array, offsets[n])
   for (let k = 0; k < n; k++) {
     let v = numbers[k]
     data[offsets[k]] = 0x6d // m
@@ -238,7 +249,7 @@ function matchIds(numbers: Int32Array): StringColumn {
 
 /** `to[from[k]]` for the first `n` of `from` (a loop of its own: see missColumns). */
 function mapped(from: Int32Array | Uint8Array, n: number, to: number[]): Int32Array {
-  const out = new Int32Array(n)
+  const out = largeArray(Int32Array, n)
   for (let k = 0; k < n; k++) out[k] = to[from[k]]
   return out
 }
@@ -281,13 +292,18 @@ function matchesTable(
 type KeyRows = Record<'left' | 'right', (rows: Int32Array, valid?: Uint8Array | null) => Data>
 
 /**
+ * The loaded columns as Arrow vectors, for views over them: one vector per column, whatever slice
+ * of a set is written, so what is worked out once per buffer (csv.ts: plainBytes) is found again.
+ */
+const viewed = new WeakMap<StringColumn, Vector>()
+
+/**
  * Rows of a string column as Arrow data: gathered into a column of their own (what the stored files
  * hold), or as `views` over the loaded column (what CSV is encoded from, see stringViewData).
  */
 function stringRows(views: boolean) {
-  const cache = new WeakMap<StringColumn, Vector>()
   return (col: StringColumn, rows: Int32Array, valid: Uint8Array | null = null): Data => {
-    if (views) return stringViewData(col, rows, valid, cache)
+    if (views) return stringViewData(col, rows, valid, viewed)
     const taken = takeColumn(col, rows) as StringColumn
     return arrowData(valid ? { ...taken, valid } : taken)
   }
@@ -339,14 +355,14 @@ export async function writeArrowSet(dir: string, input: ResultsInput, set: Resul
  */
 function missColumns(u: UnmatchedSet, conjunctBase: number[]) {
   const n = u.rows.length
-  const candidateRows = new Int32Array(n)
-  const hasCandidate = new Uint8Array(n)
-  const passIndex = new Int32Array(n)
-  const conjunctIndex = new Int32Array(n)
-  const hasConjunct = new Uint8Array(n)
+  const candidateRows = largeArray(Int32Array, n)
+  const hasCandidate = largeArray(Uint8Array, n)
+  const passIndex = largeArray(Int32Array, n)
+  const conjunctIndex = largeArray(Int32Array, n)
+  const hasConjunct = largeArray(Uint8Array, n)
   // most unmatched records tied with nothing (-1): NULL there
-  const tied = new Uint8Array(n)
-  const tiedRows = new Int32Array(n)
+  const tied = largeArray(Uint8Array, n)
+  const tiedRows = largeArray(Int32Array, n)
   for (let k = 0; k < n; k++) {
     const found = u.candidate[k] >= 0 && u.pass[k] >= 0
     hasCandidate[k] = found ? 1 : 0
@@ -369,7 +385,14 @@ function missColumns(u: UnmatchedSet, conjunctBase: number[]) {
 export function resultTables(
   { result, leftKey, rightKey, records }: ResultsInput,
   sets: readonly ResultSet[] = RESULT_SETS,
-  { views = false }: { views?: boolean } = {},
+  {
+    views = false,
+    firstMatch = 1,
+  }: {
+    views?: boolean
+    /** The run's number of the result's first match: a slice's (resultSlice). */
+    firstMatch?: number
+  } = {},
 ): Partial<Record<ResultSet, ArrowTable>> {
   const { left, right, matches: m, passes } = result
   const leftKeys = keyColumn(left, leftKey)
@@ -386,7 +409,7 @@ export function resultTables(
     ['ambiguous', 1],
   ] as const) {
     if (!sets.includes(set)) continue
-    const table = matchesTable(matchesFlagged(m, flag), passes, keys, views)
+    const table = matchesTable(matchesFlagged(m, flag, firstMatch), passes, keys, views)
     // pages read the passes (probabilistic ones: the waterfalls' comparisons) from the file
     table.schema.metadata.set('concord.passes', JSON.stringify(passes))
     out[set] = table
@@ -424,4 +447,52 @@ export function resultTables(
     out[`unmatched-${side}`] = unmatched
   }
   return out
+}
+
+/** The records a set is made from: the run's matches (both match files number them), or a side's unmatched records. */
+export function sourceRows(result: RunResult, set: ResultSet): number {
+  if (set === 'unmatched-left') return result.unmatchedLeft.rows.length
+  if (set === 'unmatched-right') return result.unmatchedRight.rows.length
+  return result.matches.count
+}
+
+/**
+ * The input with the source of `set` (sourceRows) cut to [from, to): views of its arrays, no copy.
+ * Its tables (resultTables, with `firstMatch: from + 1`) are the rows of `set` from that slice, so
+ * a large set is encoded a slice at a time and its gathered columns never exist whole: writing
+ * the CSV files of a 1M × 1M run grew the command's memory by ~100 MB at once (RSS timeline).
+ * Unmatched records read from `records` (the PostgreSQL engine) are not sliced: null.
+ */
+export function resultSlice(input: ResultsInput, set: ResultSet, from: number, to: number): ResultsInput | null {
+  const { result } = input
+  if (set === 'matches' || set === 'ambiguous') {
+    const m = result.matches
+    const matches: MatchSet = {
+      count: to - from,
+      pass: m.pass.subarray(from, to),
+      score: m.score.subarray(from, to),
+      ambiguous: m.ambiguous.subarray(from, to),
+      amountDelta: m.amountDelta.subarray(from, to),
+      daysDelta: m.daysDelta.subarray(from, to),
+      // list offsets stay offsets into the whole row lists
+      leftStart: m.leftStart.subarray(from, to + 1),
+      leftRows: m.leftRows,
+      rightStart: m.rightStart.subarray(from, to + 1),
+      rightRows: m.rightRows,
+      ...(m.waterfall ? { waterfall: { ...m.waterfall, entry: m.waterfall.entry.subarray(from, to) } } : {}),
+    }
+    return { ...input, result: { ...result, matches } }
+  }
+  if (input.records) return null
+  const side = set === 'unmatched-left' ? 'unmatchedLeft' : 'unmatchedRight'
+  const u = result[side]
+  const part: UnmatchedSet = {
+    rows: u.rows.subarray(from, to),
+    candidate: u.candidate.subarray(from, to),
+    pass: u.pass.subarray(from, to),
+    conjunct: u.conjunct.subarray(from, to),
+    candidateTaken: u.candidateTaken.subarray(from, to),
+    tiedWith: u.tiedWith.subarray(from, to),
+  }
+  return { ...input, result: { ...result, [side]: part } }
 }

@@ -18,7 +18,7 @@ import type { Table as ArrowTable } from 'apache-arrow'
 import { CsvWriter } from './csv.js'
 import { moduleWorker } from './module-worker.js'
 import type { EarlyMatches } from '../engine/reconcile.js'
-import { type ResultSet, type ResultsInput, resultTables, writeArrowSet } from './results.js'
+import { type ResultSet, type ResultsInput, resultSlice, resultTables, sourceRows, writeArrowSet } from './results.js'
 
 /** Below this many result rows one thread writes everything: a helper takes ~0.1 s to start. */
 const HELPER_MIN_ROWS = 100_000
@@ -33,6 +33,8 @@ export interface SetJob {
   set: ResultSet
   out: string
   format: SetFormat
+  /** Source records per slice of a CSV set (SLICE_ROWS; tests set fewer). */
+  sliceRows?: number
 }
 
 /**
@@ -47,6 +49,7 @@ export interface HelperJob {
   claim: Int32Array | null
   out: string
   format: SetFormat
+  sliceRows?: number
 }
 
 /** The helper's answer to a job: the sets it wrote, and the one it failed (the caller writes it again). */
@@ -64,7 +67,7 @@ export async function helperJob(job: HelperJob): Promise<HelperReply> {
     const set = job.sets[k]
     if (set === undefined) return { id: job.id, wrote, failed: null }
     try {
-      await writeSet({ input: job.input, set, out: job.out, format: job.format })
+      await writeSet({ input: job.input, set, out: job.out, format: job.format, sliceRows: job.sliceRows })
     } catch {
       // the calling thread writes the set again and reports what goes wrong there
       return { id: job.id, wrote, failed: set }
@@ -79,21 +82,38 @@ export async function writeSet(job: SetJob): Promise<void> {
   else writeCsvSet(job)
 }
 
-/** One set's CSV file, written through one reused buffer with synchronous writes. */
-function writeCsvSet({ input, set, out }: SetJob): void {
-  const table = resultTables(input, [set], { views: true })[set] as ArrowTable
+/**
+ * One set's CSV file, written through one reused buffer with synchronous writes, a slice of
+ * SLICE_ROWS source records at a time (resultSlice): the slice's gathered columns are garbage once
+ * it is encoded, and their memory serves the next slices instead of the whole set's columns
+ * being made at once.
+ */
+function writeCsvSet({ input, set, out, sliceRows = SLICE_ROWS }: SetJob): void {
+  const rows = sourceRows(input.result, set)
   const fd = openSync(join(out, `${set}.csv`), 'w')
   try {
-    const csv = new CsvWriter(table.schema, set, (chunk) => {
-      for (let at = 0; at < chunk.length;) at += writeSync(fd, chunk, at)
-    })
-    csv.header()
-    for (const batch of table.batches) csv.rows(batch)
-    csv.flush()
+    let csv: CsvWriter | null = null
+    for (let from = 0; from === 0 || from < rows; from += sliceRows) {
+      const to = Math.min(rows, from + sliceRows)
+      const slice = from === 0 && to === rows ? input : resultSlice(input, set, from, to)
+      const table = resultTables(slice ?? input, [set], { views: true, firstMatch: from + 1 })[set] as ArrowTable
+      if (csv === null) {
+        csv = new CsvWriter(table.schema, set, (chunk) => {
+          for (let at = 0; at < chunk.length;) at += writeSync(fd, chunk, at)
+        })
+        csv.header()
+      }
+      for (const batch of table.batches) csv.rows(batch)
+      if (slice === null) break
+    }
+    csv!.flush()
   } finally {
     closeSync(fd)
   }
 }
+
+/** Source records per slice of a CSV set (writeCsvSet). */
+const SLICE_ROWS = 65_536
 
 export interface SetsOptions {
   /**
@@ -108,6 +128,8 @@ export interface SetsOptions {
   helper?: () => Worker
   /** The matches set, already given to the helper by startMatches. */
   early?: StartedMatches
+  /** Source records per slice of a CSV set (SetJob). */
+  sliceRows?: number
 }
 
 /**
@@ -224,21 +246,22 @@ export async function writeSets(
   const alongside = opts.alongside
   if (!early && rows < minRowsFor(input, format, alongside !== undefined, opts.helperMinRows)) {
     alongside?.()
-    for (const set of sets) await writeSet({ input, set, out, format })
+    for (const set of sets) await writeSet({ input, set, out, format, sliceRows: opts.sliceRows })
     return
   }
   const helper = early ? early.helper : opts.helper ? opts.helper() : takeHelper()
   // sets go to whichever thread claims them first; the helper is sent its job before the work
   // alongside starts, and after an early matches set it goes straight on to claim the next
   const claim = new Int32Array(new SharedArrayBuffer(4))
-  const onHelper = onWorker(helper, { input: forSets(input, sets), sets, claim, out, format })
+  const { sliceRows } = opts
+  const onHelper = onWorker(helper, { input: forSets(input, sets), sets, claim, out, format, sliceRows })
   const failed: ResultSet[] = []
   const mine: ResultSet[] = []
   const onThisThread = async () => {
     alongside?.()
     for (let set = sets[Atomics.add(claim, 0, 1)]; set; set = sets[Atomics.add(claim, 0, 1)]) {
       mine.push(set)
-      await writeSet({ input, set, out, format })
+      await writeSet({ input, set, out, format, sliceRows })
     }
   }
   try {
@@ -250,7 +273,7 @@ export async function writeSets(
     // what the helper claimed and did not write (it failed one, or stopped) is written here again
     const helpers = sets.filter((set) => !mine.includes(set))
     failed.push(...helpers.filter((set) => !reply.wrote.includes(set)))
-    for (const set of failed) await writeSet({ input, set, out, format })
+    for (const set of failed) await writeSet({ input, set, out, format, sliceRows })
   } finally {
     // a test's helper is ended
     await release(helper, !failed.length)

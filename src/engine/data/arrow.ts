@@ -4,6 +4,7 @@
 // packed into Arrow's bitmaps, decimal units become Decimal128 at the column's scale, integers
 // and timestamps Int64.
 
+import { largeArray } from './alloc.js'
 import {
   Bool,
   RecordBatch,
@@ -64,14 +65,14 @@ export function arrowData(col: Column, from = 0, length = col.length - from): Da
       return makeData({ type: new Float64(), length: n, ...nulls, data: col.values.subarray(from, from + n) })
     case 'integer':
     case 'timestamp': {
-      const data = new BigInt64Array(n)
+      const data = largeArray(BigInt64Array, n)
       for (let i = 0; i < n; i++) data[i] = BigInt(col.values[from + i])
       const type = col.type === 'integer' ? new Int64() : new TimestampMillisecond()
       return makeData({ type, length: n, ...nulls, data } as never)
     }
     case 'decimal': {
       // 128-bit two's complement, four little-endian 32-bit words per value
-      const words = new Uint32Array(n * 4)
+      const words = largeArray(Uint32Array, n * 4)
       for (let i = 0; i < n; i++) {
         const v = col.values[from + i]
         const high = Math.floor(v / 4294967296)
@@ -142,7 +143,7 @@ export function toArrowTable(table: Table, rows = ARROW_BATCH_ROWS): ArrowTable 
 export function stringColumn(values: ArrayLike<string | null>): StringColumn {
   const n = values.length
   const encoder = new TextEncoder()
-  const offsets = new Int32Array(n + 1)
+  const offsets = largeArray(Int32Array, n + 1)
   let valid: Uint8Array | null = null
   let data = new Uint8Array(Math.max(64, n * 12))
   let at = 0

@@ -6,6 +6,8 @@
 // is 21416). Every integer below 2^53 is exact in a float64, and loaders refuse (keep as string)
 // values that would not fit, so decimal arithmetic on units never drifts.
 
+import { largeArray } from './alloc.js'
+
 export interface StringColumn {
   type: 'string'
   length: number
@@ -96,14 +98,14 @@ function takeStrings(
   rows: Int32Array,
 ): { offsets: Int32Array; data: Uint8Array } {
   const n = rows.length
-  const out = new Int32Array(n + 1)
-  const from = new Int32Array(n)
+  const out = largeArray(Int32Array, n + 1)
+  const from = largeArray(Int32Array, n)
   for (let i = 0; i < n; i++) {
     const start = offsets[rows[i]]
     from[i] = start
     out[i + 1] = out[i] + offsets[rows[i] + 1] - start
   }
-  const bytes = new Uint8Array(out[n])
+  const bytes = largeArray(Uint8Array, out[n])
   let touched = 0
   for (let block = 0; block < n; block += TOUCH_BLOCK) {
     const end = Math.min(n, block + TOUCH_BLOCK)
@@ -123,19 +125,19 @@ const TOUCH_BLOCK = 1024
 let _touched = 0
 
 function takeF64(src: Float64Array, rows: Int32Array): Float64Array {
-  const out = new Float64Array(rows.length)
+  const out = largeArray(Float64Array, rows.length)
   for (let i = 0; i < rows.length; i++) out[i] = src[rows[i]]
   return out
 }
 
 function takeI32(src: Int32Array, rows: Int32Array): Int32Array {
-  const out = new Int32Array(rows.length)
+  const out = largeArray(Int32Array, rows.length)
   for (let i = 0; i < rows.length; i++) out[i] = src[rows[i]]
   return out
 }
 
 function takeU8(src: Uint8Array, rows: Int32Array): Uint8Array {
-  const out = new Uint8Array(rows.length)
+  const out = largeArray(Uint8Array, rows.length)
   for (let i = 0; i < rows.length; i++) out[i] = src[rows[i]]
   return out
 }

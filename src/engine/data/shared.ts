@@ -2,10 +2,17 @@
 // without the array leaving this one, so columns and key hashes are allocated here when a helper
 // thread may read them (partition-helper.ts). Reads and writes cost the same as in an ArrayBuffer.
 
-type TypedConstructor<T> = { new (buffer: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number }
+// Large ones are sized for huge pages (alloc.ts).
+
+import { largeSharedArray } from './alloc.js'
+
+type TypedConstructor<T> = {
+  new (buffer: SharedArrayBuffer, byteOffset: number, length: number): T
+  BYTES_PER_ELEMENT: number
+}
 
 export function sharedArray<T extends ArrayBufferView>(ctor: TypedConstructor<T>, length: number): T {
-  return new ctor(new SharedArrayBuffer(length * ctor.BYTES_PER_ELEMENT))
+  return largeSharedArray(ctor, length)
 }
 
 export function isShared(a: ArrayBufferView): boolean {

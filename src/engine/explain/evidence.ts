@@ -2,6 +2,7 @@
 // million objects. Records are row numbers into the run's input tables; JSON records in the
 // shape of DESIGN §2 are made on demand, one page at a time.
 
+import { largeArray } from '../data/alloc.js'
 import type { Pattern, Preference } from '../../recipes/schema.js'
 import { jsonValue } from '../data/builder.js'
 import { stringAt } from '../data/column.js'
@@ -239,7 +240,7 @@ export class MatchBuilder {
   private withWaterfalls(set: MatchSet, order: Int32Array): MatchSet {
     const log = this.waterfalls
     if (log === null) return set
-    const entry = new Int32Array(set.count)
+    const entry = largeArray(Int32Array, set.count)
     for (let i = 0; i < set.count; i++) entry[i] = this.detail[order[i]]
     set.waterfall = {
       entry,
@@ -256,7 +257,7 @@ export class MatchBuilder {
    */
   private order(passOrder: number[], leftLength: number): { order: Int32Array; passesInOrder: boolean } {
     const n = this.n
-    const byFirstLeft = new Int32Array(leftLength).fill(-1)
+    const byFirstLeft = largeArray(Int32Array, leftLength).fill(-1)
     const leftStarts = this.leftStart
     const leftRowsIn = this.leftRows
     for (let k = 0; k < n; k++) byFirstLeft[leftRowsIn[leftStarts[k]]] = k
@@ -272,7 +273,7 @@ export class MatchBuilder {
       const r = rank[this.pass[k]]
       passesInOrder = k >= bucketStart[r] && k < bucketStart[r + 1]
     }
-    const order = new Int32Array(n)
+    const order = largeArray(Int32Array, n)
     for (let row = 0; row < leftLength; row++) {
       const k = byFirstLeft[row]
       if (k >= 0) order[bucketStart[rank[this.pass[k]]]++] = k

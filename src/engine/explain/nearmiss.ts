@@ -8,8 +8,10 @@
 // misses during their join (hashpass.ts); band passes are completed here for the records still
 // unmatched after the last pass (bandpass.ts).
 
+import { largeArray } from '../data/alloc.js'
 import type { Side } from '../../language/predicate.js'
 import type { UnmatchedSet } from './evidence.js'
+import { sharedArray } from '../data/shared.js'
 import { completeNearMisses } from '../match/bandpass.js'
 import { type NearMisses, nearShare } from '../match/hashpass.js'
 import type { PassEvidence } from '../match/pass.js'
@@ -25,19 +27,21 @@ export function explainUnmatched(
 ): UnmatchedSet {
   let count = 0
   for (let r = 0; r < ownFree.length; r++) count += ownFree[r]
-  const rows = new Int32Array(count)
+  // in shared memory, as the match set is: the result-set writer's helper reads them without a
+  // copy (posted, the two sides' sets were serialized and copied, ~10 MB at 1M × 1M)
+  const rows = sharedArray(Int32Array, count)
   for (let r = 0, k = 0; r < ownFree.length; r++) if (ownFree[r]) rows[k++] = r
-  const candidate = new Int32Array(count).fill(-1)
-  const pass = new Int32Array(count).fill(-1)
-  const conjunct = new Int32Array(count).fill(-1)
-  const candidateTaken = new Uint8Array(count)
-  const tiedWith = new Int32Array(count).fill(-1)
+  const candidate = sharedArray(Int32Array, count).fill(-1)
+  const pass = sharedArray(Int32Array, count).fill(-1)
+  const conjunct = sharedArray(Int32Array, count).fill(-1)
+  const candidateTaken = sharedArray(Uint8Array, count)
+  const tiedWith = sharedArray(Int32Array, count).fill(-1)
   if (count === 0) return { rows, candidate, pass, conjunct, candidateTaken, tiedWith }
 
   // slot of each unmatched row in `rows`
-  const slot = new Int32Array(ownFree.length).fill(-1)
+  const slot = largeArray(Int32Array, ownFree.length).fill(-1)
   for (let k = 0; k < count; k++) slot[rows[k]] = k
-  const best = new Float64Array(count).fill(-1)
+  const best = largeArray(Float64Array, count).fill(-1)
   // A block's records are found first and each later read is a loop of its own: the reads of one
   // record (its slot, its candidate's row, whether that was taken) land on random cache lines, and
   // independent reads in a loop overlap their misses where one record's chain of them waits on each.

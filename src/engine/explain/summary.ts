@@ -1,5 +1,6 @@
 // Counts and exact amount sums for a run's summary: per side, per pass, matched and unmatched.
 
+import { largeArray } from '../data/alloc.js'
 import type { MatchSet } from './evidence.js'
 import type { Table } from '../data/table.js'
 import { formatDecimal } from '../data/values.js'
@@ -70,7 +71,7 @@ export function sideTotals(
   // the side's total. Reading the amounts in match order instead (the rows of a partitioned join,
   // scattered over 8 MB of units) waited on a cache miss per row: ~30 ms a side at 1M rows, against
   // a few for writes into the one-byte marks (which fit the cache) and a sweep that streams.
-  const mark = passes < 256 ? new Uint8Array(table.length) : new Uint16Array(table.length)
+  const mark = passes < 256 ? largeArray(Uint8Array, table.length) : largeArray(Uint16Array, table.length)
   for (let k = 0; k < matches.count; k++) {
     const p = matches.pass[k] + 1
     for (let n = start[k]; n < start[k + 1]; n++) mark[rows[n]] = p

@@ -6,6 +6,7 @@
 // which explains it if it ends unmatched. Costly conjuncts (similarity() ...) are checked only
 // for a pair that can be a candidate or can still become a record's nearest miss (checks.ts).
 
+import { largeArray } from '../data/alloc.js'
 import type { ConjunctChecks } from './checks.js'
 import type { PartitionedSide } from './partition.js'
 
@@ -35,9 +36,9 @@ export interface NearMisses {
 
 export function nearMisses(n: number, total: number): NearMisses {
   return {
-    missed: new Uint8Array(n),
-    candidate: new Int32Array(n),
-    conjunct: new Int16Array(n),
+    missed: largeArray(Uint8Array, n),
+    candidate: largeArray(Int32Array, n),
+    conjunct: largeArray(Int16Array, n),
     total,
   }
 }

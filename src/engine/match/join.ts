@@ -2,6 +2,7 @@
 // option's column sorted, each record of the other side searching its bounds. Only rows listed
 // (still free) take part. Which option a pass uses is chosen on the data (band-choice.ts).
 
+import { largeArray } from '../data/alloc.js'
 import type { ExprType } from '../../language/types.js'
 import type { ExprCompiler } from '../plan/compile.js'
 import type { Band } from '../plan/plan.js'
@@ -18,9 +19,9 @@ export class PairList {
   values: Float64Array | null
   length = 0
   constructor(expected = 1024, values = false) {
-    this.left = new Int32Array(Math.max(1024, expected))
-    this.right = new Int32Array(Math.max(1024, expected))
-    this.values = values ? new Float64Array(this.left.length) : null
+    this.left = largeArray(Int32Array, Math.max(1024, expected))
+    this.right = largeArray(Int32Array, Math.max(1024, expected))
+    this.values = values ? largeArray(Float64Array, this.left.length) : null
   }
   push(i: number, j: number): void {
     if (this.length === this.left.length) this.grow()
@@ -114,8 +115,8 @@ const MARGIN = 2 ** -40
 
 /** The band side's rows with a value, sorted by it (then by row, so the order is deterministic). */
 export function sortedBand(b: CompiledBand, rows: Int32Array): { keys: Float64Array; ids: Int32Array } {
-  const keys = new Float64Array(rows.length)
-  const ids = new Int32Array(rows.length)
+  const keys = largeArray(Float64Array, rows.length)
+  const ids = largeArray(Int32Array, rows.length)
   let count = 0
   for (let n = 0; n < rows.length; n++) {
     const v = b.value(rows[n])
@@ -123,11 +124,11 @@ export function sortedBand(b: CompiledBand, rows: Int32Array): { keys: Float64Ar
     keys[count] = v
     ids[count++] = rows[n]
   }
-  const order = new Int32Array(count)
+  const order = largeArray(Int32Array, count)
   for (let n = 0; n < count; n++) order[n] = n
   order.sort((x, y) => keys[x] - keys[y] || ids[x] - ids[y])
-  const sortedKeys = new Float64Array(count)
-  const sortedIds = new Int32Array(count)
+  const sortedKeys = largeArray(Float64Array, count)
+  const sortedIds = largeArray(Int32Array, count)
   for (let n = 0; n < count; n++) {
     sortedKeys[n] = keys[order[n]]
     sortedIds[n] = ids[order[n]]
@@ -172,7 +173,7 @@ export function bandPairs(
   const count = keys.length
   // the other bands' columns in this band's order (NULL: NaN, outside every range)
   const filters = within.map((f) => {
-    const values = new Float64Array(count)
+    const values = largeArray(Float64Array, count)
     for (let n = 0; n < count; n++) values[n] = f.value(ids[n]) ?? Number.NaN
     return { band: f, values }
   })

@@ -5,6 +5,7 @@
 // per row by the compiled expression. Equal keys compare equal exactly as the predicate's `=`
 // does: bytes for strings (the C collation), a common scale for decimals, NULL never equal.
 
+import { largeArray } from '../data/alloc.js'
 import type { Expr } from '../../language/predicate.js'
 import type { Column, StringColumn } from '../data/column.js'
 import type { ExprCompiler } from '../plan/compile.js'
@@ -115,7 +116,7 @@ const f64 = new Float64Array(1)
 const u32 = new Uint32Array(f64.buffer)
 
 function numbers(fn: (row: number) => number | boolean | null, n: number): { keys: SideKeys; values: Float64Array } {
-  const values = new Float64Array(n)
+  const values = largeArray(Float64Array, n)
   const hash = sharedArray(Uint32Array, n)
   const isNull = sharedArray(Uint8Array, n)
   for (let r = 0; r < n; r++) {

@@ -6,6 +6,7 @@
 // rows, keys and payload all sit together in cache. Rows whose key is NULL never join and are
 // left out. Positions in a partitioned side map back to table rows through `rows`.
 
+import { largeArray } from '../data/alloc.js'
 import type { Column } from '../data/column.js'
 import type { SideKeys } from './keys.js'
 import type { Table } from '../data/table.js'
@@ -47,8 +48,8 @@ export function partitionSide(
   for (let p = 0; p < parts; p++) start[p + 1] += start[p]
   const count = start[parts]
   const layout: Layout = { hash, isNull, start, shift, mask, n, count }
-  const rows = new Int32Array(count)
-  const outHash = new Uint32Array(count)
+  const rows = largeArray(Int32Array, count)
+  const outHash = largeArray(Uint32Array, count)
   const cursor = start.slice(0, parts)
   for (let i = 0; i < n; i++) {
     if (isNull[i]) continue
@@ -102,13 +103,13 @@ function scatterColumn(col: Column, at: Layout): Column {
     const { offsets, data } = col
     const { hash, isNull, shift, mask, n } = at
     // lengths first (each at its place + 1), summed into offsets, then the bytes
-    const outOffsets = new Int32Array(count + 1)
+    const outOffsets = largeArray(Int32Array, count + 1)
     let cursor = at.start.slice(0, mask + 1)
     for (let i = 0; i < n; i++) {
       if (!isNull[i]) outOffsets[cursor[(hash[i] >>> shift) & mask]++ + 1] = offsets[i + 1] - offsets[i]
     }
     for (let k = 0; k < count; k++) outOffsets[k + 1] += outOffsets[k]
-    const outData = new Uint8Array(outOffsets[count])
+    const outData = largeArray(Uint8Array, outOffsets[count])
     cursor = at.start.slice(0, mask + 1)
     for (let i = 0; i < n; i++) {
       if (isNull[i]) continue
@@ -128,7 +129,7 @@ function scatterColumn(col: Column, at: Layout): Column {
 function scatterF64(src: Float64Array, at: Layout): Float64Array {
   const { hash, isNull, shift, mask, n } = at
   const cursor = at.start.slice(0, mask + 1)
-  const out = new Float64Array(at.count)
+  const out = largeArray(Float64Array, at.count)
   for (let i = 0; i < n; i++) if (!isNull[i]) out[cursor[(hash[i] >>> shift) & mask]++] = src[i]
   return out
 }
@@ -136,7 +137,7 @@ function scatterF64(src: Float64Array, at: Layout): Float64Array {
 function scatterI32(src: Int32Array, at: Layout): Int32Array {
   const { hash, isNull, shift, mask, n } = at
   const cursor = at.start.slice(0, mask + 1)
-  const out = new Int32Array(at.count)
+  const out = largeArray(Int32Array, at.count)
   for (let i = 0; i < n; i++) if (!isNull[i]) out[cursor[(hash[i] >>> shift) & mask]++] = src[i]
   return out
 }
@@ -144,7 +145,7 @@ function scatterI32(src: Int32Array, at: Layout): Int32Array {
 function scatterU8(src: Uint8Array, at: Layout): Uint8Array {
   const { hash, isNull, shift, mask, n } = at
   const cursor = at.start.slice(0, mask + 1)
-  const out = new Uint8Array(at.count)
+  const out = largeArray(Uint8Array, at.count)
   for (let i = 0; i < n; i++) if (!isNull[i]) out[cursor[(hash[i] >>> shift) & mask]++] = src[i]
   return out
 }

@@ -4,6 +4,7 @@
 // the tables themselves. Either way the compiled code reads one pair of tables (`space`), and
 // matches are emitted in table rows.
 
+import { largeArray } from '../data/alloc.js'
 import type { Expr, Side } from '../../language/predicate.js'
 import { parsePredicate } from '../../language/predicate.js'
 import { aggregateExprs } from '../../language/aggregate.js'
@@ -252,7 +253,7 @@ const round = (x: number) => Math.round(x * 1e6) / 1e6
 /** Free flags by position: the input flags themselves, or gathered through the position map. */
 function spaceFree(free: Uint8Array, rows: Int32Array | null): Uint8Array {
   if (rows === null) return free
-  const out = new Uint8Array(rows.length)
+  const out = largeArray(Uint8Array, rows.length)
   for (let k = 0; k < rows.length; k++) out[k] = free[rows[k]]
   return out
 }
