@@ -4,7 +4,6 @@
 // database row holds the summary; these hold the bulk. Matches keep one numbering across the two
 // match files (match_id, m0000001 for the first match of the run), so ids stay those of the run.
 
-import { largeArray } from '../engine/data/alloc.js'
 import { join } from 'node:path'
 import {
   type Data,
@@ -16,6 +15,7 @@ import {
   Utf8,
   type Vector,
 } from 'apache-arrow'
+import { largeArray } from '../engine/data/alloc.js'
 import {
   arrowColumns,
   arrowData,

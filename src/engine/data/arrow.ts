@@ -4,7 +4,6 @@
 // packed into Arrow's bitmaps, decimal units become Decimal128 at the column's scale, integers
 // and timestamps Int64.
 
-import { largeArray } from './alloc.js'
 import {
   Bool,
   RecordBatch,
@@ -26,6 +25,7 @@ import {
   Field,
   type Vector,
 } from 'apache-arrow'
+import { largeArray } from './alloc.js'
 import type { Column, StringColumn } from './column.js'
 import type { Table } from './table.js'
 import type { ColumnInfo } from './types.js'
