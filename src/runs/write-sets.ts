@@ -85,8 +85,7 @@ export async function writeSet(job: SetJob): Promise<void> {
 /**
  * One set's CSV file, written through one reused buffer with synchronous writes, a slice of
  * SLICE_ROWS source records at a time (resultSlice): the slice's gathered columns are garbage once
- * it is encoded, and their memory serves the next slices instead of the whole set's columns
- * being made at once.
+ * it is encoded, so the whole set's never exist at once (see resultSlice for what that saved).
  */
 function writeCsvSet({ input, set, out, sliceRows = SLICE_ROWS }: SetJob): void {
   const rows = sourceRows(input.result, set)
