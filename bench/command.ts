@@ -145,18 +145,25 @@ for (const n of sizes) {
   const c = median(concord.map((x) => x.ms))
   const d = median(duckdb.map((x) => x.ms))
   const r = median(rest)
+  // the host's speed drifts by 10-30% within minutes, so each pair's own ratio (the two processes
+  // ran back to back) and the CPU time say more than the ratio of the medians alone
+  const pairs = median(concord.map((x, k) => x.ms / duckdb[k].ms))
+  const wins = concord.filter((x, k) => x.ms < duckdb[k].ms).length
+  const cpu = (ts: Timed[]) => median(ts.map((x) => x.cpuS))
   restRows.push(
     `| ${n.toLocaleString('en')} | ${r.toFixed(0)} ms (runs ${rest.map((x) => x.toFixed(0)).join(', ')}) | ${d.toFixed(0)} ms | ${(r / d).toFixed(2)}× |`,
   )
   rows.push(
-    `| ${n.toLocaleString('en')} | ${c.toFixed(0)} ms | ${d.toFixed(0)} ms | ${(c / d).toFixed(2)}× | ` +
+    `| ${n.toLocaleString('en')} | ${c.toFixed(0)} ms (runs ${concord.map((x) => x.ms.toFixed(0)).join(', ')}) | ` +
+      `${d.toFixed(0)} ms (runs ${duckdb.map((x) => x.ms.toFixed(0)).join(', ')}) | ${(c / d).toFixed(2)}× | ` +
+      `${pairs.toFixed(2)}×, faster in ${wins} of ${runs} | ${cpu(concord).toFixed(2)} / ${cpu(duckdb).toFixed(2)} s | ` +
       `${Math.max(...concord.map((x) => x.rssMiB)).toFixed(0)} / ${Math.max(...duckdb.map((x) => x.rssMiB)).toFixed(0)} MiB | ${written} |`,
   )
 }
 console.log(
-  '\n| rows per side | `concord reconcile … --out` (CSV), median | DuckDB script, median | ratio | peak RSS Concord / DuckDB | CSV written Concord / DuckDB |',
+  '\n| rows per side | `concord reconcile … --out` (CSV), median | DuckDB script, median | ratio of medians | median of pairs | CPU Concord / DuckDB, median | peak RSS Concord / DuckDB | CSV written Concord / DuckDB |',
 )
-console.log('| --- | --- | --- | --- | --- | --- |')
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- |')
 for (const r of rows) console.log(r)
 console.log(
   '\n| rows per side | REST: POST /api/runs to the last byte of 3 CSV exports, median | DuckDB script, median | ratio |',

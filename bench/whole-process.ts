@@ -37,17 +37,32 @@ export function compiledScript(script: string): string {
 export interface Timed {
   ms: number
   rssMiB: number
+  /** user + system CPU seconds of the process and its threads, as GNU time counts them */
+  cpuS: number
   stdout: string
 }
 
-/** Runs a command under GNU time: wall time as seen from here, peak RSS as the kernel counts it. */
+/**
+ * Runs a command under GNU time: wall time as seen from here, peak RSS and CPU time as the kernel
+ * counts them.
+ */
 export function timed(command: string[], env: NodeJS.ProcessEnv): Timed {
   const t0 = performance.now()
-  const res = spawnSync('/usr/bin/time', ['-f', 'maxrss %M', ...command], { encoding: 'utf8', env, maxBuffer: 1 << 26 })
+  const res = spawnSync('/usr/bin/time', ['-f', 'maxrss %M cpu %U %S', ...command], {
+    encoding: 'utf8',
+    env,
+    maxBuffer: 1 << 26,
+  })
   const ms = performance.now() - t0
   if (res.status !== 0) throw new Error(`${command.join(' ')} failed (${res.status}):\n${res.stderr}`)
   const rss = /maxrss (\d+)/.exec(res.stderr)
-  return { ms, rssMiB: rss ? Number(rss[1]) / 1024 : Number.NaN, stdout: res.stdout }
+  const cpu = /cpu ([\d.]+) ([\d.]+)/.exec(res.stderr)
+  return {
+    ms,
+    rssMiB: rss ? Number(rss[1]) / 1024 : Number.NaN,
+    cpuS: cpu ? Number(cpu[1]) + Number(cpu[2]) : Number.NaN,
+    stdout: res.stdout,
+  }
 }
 
 /** `concord reconcile … --out DIR --json` as its own process, as a user runs it (CSV results). */
